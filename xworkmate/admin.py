@@ -1,0 +1,135 @@
+"""Admin pages of the project package: API keys and periodic jobs.
+
+API keys are immutable once created (to change scopes, create a new key and
+revoke the old one): the token is shown once, right after creation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.auth.models import User
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from xworkmate.models import SCOPES, ApiKey, PeriodicJobState
+from xworkmate.services import ApiKeyError, api_key_create, api_key_revoke, validate_api_key_input
+
+admin.site.site_header = _("xworkmate administration")
+admin.site.site_title = _("xworkmate")
+admin.site.index_title = _("Overview")
+admin.site.index_template = "admin/xworkmate_index.html"
+
+
+class ApiKeyCreateForm(forms.ModelForm):  # type: ignore[type-arg]
+    scopes = forms.MultipleChoiceField(
+        label=_("scopes"),
+        choices=[(s, s) for s in SCOPES],
+        widget=forms.CheckboxSelectMultiple,
+        help_text=_("write implies read within the same area"),
+    )
+
+    class Meta:
+        model = ApiKey
+        fields = ("name", "scopes")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if "name" in data and "scopes" in data:
+            try:
+                validate_api_key_input(data["name"], data["scopes"])
+            except ApiKeyError as exc:
+                raise forms.ValidationError(str(exc)) from exc
+        return data
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = ("name", "prefix", "scope_list", "created_at", "last_used_at", "is_active")
+    list_filter = ("revoked_at",)
+    search_fields = ("name", "prefix")
+    actions = ("revoke_keys",)
+    readonly_fields = (
+        "name",
+        "prefix",
+        "scopes",
+        "created_at",
+        "created_by",
+        "last_used_at",
+        "revoked_at",
+    )
+
+    @admin.display(description=_("scopes"))
+    def scope_list(self, obj: ApiKey) -> str:
+        return ", ".join(obj.scopes)
+
+    @admin.display(boolean=True, description=_("active"))
+    def is_active(self, obj: ApiKey) -> bool:
+        return obj.is_active
+
+    def get_form(
+        self, request: HttpRequest, obj: Any | None = None, change: bool = False, **kwargs: Any
+    ) -> Any:
+        if obj is None:
+            kwargs["form"] = ApiKeyCreateForm
+        return super().get_form(request, obj, change, **kwargs)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: ApiKey | None = None) -> Any:
+        return () if obj is None else self.readonly_fields
+
+    def save_model(self, request: HttpRequest, obj: ApiKey, form: Any, change: bool) -> None:
+        if change:
+            return  # keys are immutable; the change page is read-only
+        user = request.user if isinstance(request.user, User) else None
+        key, token = api_key_create(
+            name=form.cleaned_data["name"], scopes=form.cleaned_data["scopes"], created_by=user
+        )
+        obj.pk = key.pk
+        obj.prefix = key.prefix
+        messages.warning(
+            request,
+            _("Copy the new API key now; it is not shown again: %(token)s") % {"token": token},
+        )
+
+    @admin.action(description=_("Revoke selected API keys"))
+    def revoke_keys(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
+        now = timezone.now()
+        revoked = sum(api_key_revoke(key=key, now=now) for key in queryset)
+        self.message_user(request, _("%(count)d key(s) revoked.") % {"count": revoked})
+
+    def has_delete_permission(self, request: HttpRequest, obj: ApiKey | None = None) -> bool:
+        return False  # revoke instead: the record of who had access stays
+
+
+@admin.register(PeriodicJobState)
+class PeriodicJobStateAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = (
+        "name",
+        "task",
+        "last_tick_at",
+        "last_status",
+        "runs",
+        "failures",
+        "beat_seen_at",
+    )
+    readonly_fields = (
+        "name",
+        "task",
+        "beat_seen_at",
+        "last_tick_at",
+        "last_finished_at",
+        "last_status",
+        "last_error",
+        "runs",
+        "failures",
+    )
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # rows come from beat and the worker, jobs from the config file
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

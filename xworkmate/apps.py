@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from typing import Any
+
+from django.apps import AppConfig
+from django.core import checks
+from django.utils.translation import gettext_lazy as _
+
+
+class XworkmateConfig(AppConfig):
+    name = "xworkmate"
+    verbose_name = _("Gateway and service")
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        checks.register(_periodic_job_tasks_exist, checks.Tags.compatibility)
+
+
+def _periodic_job_tasks_exist(app_configs: Any, **_: Any) -> list[checks.CheckMessage]:
+    """Every configured periodic job must name a task some app defines."""
+    from django.apps import apps
+    from django.conf import settings
+
+    from xworkmate.celery import app
+
+    # Import each app's tasks module directly: asking Celery to autodiscover
+    # here would re-enter this check through Celery's Django fix-up.
+    for config in apps.get_app_configs():
+        if importlib.util.find_spec(f"{config.name}.tasks") is not None:
+            importlib.import_module(f"{config.name}.tasks")
+    errors: list[checks.CheckMessage] = []
+    for job in settings.XWORKMATE.periodic_jobs:
+        if job.task not in app.tasks:
+            errors.append(
+                checks.Error(
+                    f"periodic_jobs[{job.name}].task: no Celery task named {job.task!r}",
+                    hint="Use a task name defined by an xworkmate app, or remove the job.",
+                    id="xworkmate.E001",
+                )
+            )
+    return errors

@@ -1,0 +1,636 @@
+"""The declarative configuration: one TOML file, validated as a whole at start-up.
+
+Where the file comes from: ``XWORKMATE_CONFIG`` when set (it must exist), else
+``./xworkmate.toml`` when present, else the built-in defaults alone.
+
+Where a value comes from, for every key: the file, then the environment
+variable named in the schema (only URLs and secrets have one), then the
+built-in default. One rule for all keys keeps it predictable, and it is the
+order the artifact contract prescribes for the signing secret (D-A10).
+
+Loading collects every problem before failing, one line per problem, each
+naming the key (``artifacts.max_files: must be an integer >= 1 (got 0)``), so
+an operator fixes a broken file in one pass and the service never starts half
+configured. This module is framework-free: settings.py, the CLI and the tests
+import it without Django being set up.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from xworkmate.lib.durations import DurationError, format_duration, parse_duration
+from xworkmate.lib.timezones import TimeZoneError, get_zone
+
+CONFIG_ENV = "XWORKMATE_CONFIG"
+HOME_ENV = "XWORKMATE_HOME"
+DEFAULT_CONFIG_FILE = "xworkmate.toml"
+DEFAULT_HOME = "var"
+MASK = "********"
+
+LANGUAGES = ("zh-hans", "en")
+DATABASE_SCHEMES = ("sqlite", "postgres", "postgresql")
+BROKER_SCHEMES = ("filesystem", "redis", "rediss", "amqp", "pyamqp")
+DELIVERY_KINDS = ("webhook",)
+
+_JOB_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+_TASK_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used; ``problems`` has one line per key."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+# ---------------------------------------------------------------------------
+# Value checkers: each takes the raw TOML value and returns the typed value or
+# raises ValueError with the rule, worded to follow "<key>: ".
+
+
+def _check_str(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"must be a string (got {_show(value)})")
+    return value
+
+
+def _check_nonempty_str(value: object) -> str:
+    text = _check_str(value).strip()
+    if not text:
+        raise ValueError("must not be empty")
+    return text
+
+
+def _check_bool(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"must be true or false (got {_show(value)})")
+    return value
+
+
+def _int_at_least(minimum: int) -> Callable[[object], int]:
+    def check(value: object) -> int:
+        # bool is an int subclass in Python; `max_files = true` is a mistake.
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ValueError(f"must be an integer >= {minimum} (got {_show(value)})")
+        return value
+
+    return check
+
+
+def _check_duration(value: object) -> timedelta:
+    try:
+        return parse_duration(_check_str(value))
+    except DurationError as exc:
+        raise ValueError(str(exc)) from exc
+
+
+def _check_time_zone(value: object) -> str:
+    name = _check_str(value)
+    try:
+        get_zone(name)
+    except TimeZoneError as exc:
+        raise ValueError(str(exc)) from exc
+    return name
+
+
+def _check_language(value: object) -> str:
+    text = _check_str(value).strip().lower()
+    if text not in LANGUAGES:
+        raise ValueError(f"must be one of {', '.join(LANGUAGES)} (got {_show(value)})")
+    return text
+
+
+def _check_str_list(value: object) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise ValueError(f"must be a list of non-empty strings (got {_show(value)})")
+    return tuple(v.strip() for v in value)
+
+
+def _check_nonempty_str_list(value: object) -> tuple[str, ...]:
+    items = _check_str_list(value)
+    if not items:
+        raise ValueError("must list at least one entry")
+    return items
+
+
+def _url_checker(schemes: tuple[str, ...]) -> Callable[[object], str]:
+    def check(value: object) -> str:
+        text = _check_str(value).strip()
+        if not text:  # empty means "the embedded default in the data home"
+            return ""
+        scheme = urlsplit(text).scheme
+        if scheme not in schemes:
+            allowed = ", ".join(s + "://" for s in schemes)
+            raise ValueError(f"must be a URL with scheme {allowed} (got {scheme or text!r})")
+        if scheme in ("postgres", "postgresql") and not urlsplit(text).path.strip("/"):
+            raise ValueError("must name the database, like postgresql://user@host:5432/xworkmate")
+        return text
+
+    return check
+
+
+def _check_http_url(value: object) -> str:
+    text = _check_nonempty_str(value)
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"must be an http:// or https:// URL (got {text!r})")
+    return text
+
+
+def _check_cron(value: object) -> str:
+    text = _check_nonempty_str(value)
+    fields = text.split()
+    if len(fields) != 5:
+        raise ValueError(
+            f"must have 5 fields (minute hour day-of-month month day-of-week), got {len(fields)}"
+        )
+    # Celery beat runs these jobs, so its own parser is the judge of what it accepts.
+    from celery.schedules import crontab
+
+    minute, hour, dom, month, dow = fields
+    try:
+        crontab(minute=minute, hour=hour, day_of_month=dom, month_of_year=month, day_of_week=dow)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ValueError(f"is not a valid cron expression: {exc}") from exc
+    return text
+
+
+def _show(value: object) -> str:
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value) if isinstance(value, int | float) else type(value).__name__
+
+
+# ---------------------------------------------------------------------------
+# The schema. Every key of the file is here, with its default; the example file
+# and the tests are checked against this table.
+
+
+@dataclass(frozen=True)
+class Key:
+    default: Any
+    check: Callable[[object], Any]
+    env: str | None = None
+    secret: bool = False
+    doc: str = ""
+
+
+SCHEMA: dict[str, dict[str, Key]] = {
+    "service": {
+        "language_code": Key("zh-hans", _check_language, doc="admin language: zh-hans or en"),
+        "time_zone": Key("Asia/Shanghai", _check_time_zone, doc="IANA zone for display and cron"),
+        "allowed_hosts": Key(
+            ("127.0.0.1", "localhost"), _check_nonempty_str_list, doc="Host headers served"
+        ),
+        "debug": Key(False, _check_bool, doc="Django debug pages; never in production"),
+        "secret_key": Key(
+            "", _check_str, env="SECRET_KEY", secret=True, doc="Django secret; generated if empty"
+        ),
+        "admin_username": Key("admin", _check_nonempty_str, doc="admin user created on first run"),
+    },
+    "database": {
+        "url": Key(
+            "",
+            _url_checker(DATABASE_SCHEMES),
+            env="DATABASE_URL",
+            secret=True,
+            doc="empty = SQLite file in the data home",
+        ),
+    },
+    "broker": {
+        "url": Key(
+            "",
+            _url_checker(BROKER_SCHEMES),
+            env="CELERY_BROKER_URL",
+            secret=True,
+            doc="empty = file-based broker in the data home",
+        ),
+    },
+    "gateway": {
+        "max_body_bytes": Key(1048576, _int_at_least(1024), doc="largest accepted request body"),
+    },
+    "workspace": {
+        "roots": Key(
+            ("~/.openclaw/workspace",),
+            _check_nonempty_str_list,
+            doc="allowed workspace roots; the first is the default workspace",
+        ),
+    },
+    "artifacts": {
+        "max_files": Key(64, _int_at_least(1), doc="default maxFiles of export"),
+        "max_inline_bytes": Key(10485760, _int_at_least(0), doc="default maxInlineBytes"),
+        "snapshot_max_files": Key(64, _int_at_least(1), doc="default maxFiles of snapshots"),
+        "ref_signing_secret": Key(
+            "",
+            _check_str,
+            env="XWORKMATE_ARTIFACT_REF_SIGNING_SECRET",
+            secret=True,
+            doc="HMAC secret for artifactRef; generated once in the data home if empty",
+        ),
+        "scan_shared_media_roots": Key(
+            False, _check_bool, doc="collect-and-snapshot may scan the shared media roots (D-A2)"
+        ),
+        "openclaw_media_dir": Key("~/.openclaw/media", _check_nonempty_str, doc="shared media"),
+        "openclaw_tmp_dir": Key("", _check_str, doc="empty = <system tmp>/openclaw"),
+    },
+    "plans": {
+        "archive_root": Key("", _check_str, doc="empty = <default workspace>/archives"),
+        "time_zone": Key("Asia/Shanghai", _check_time_zone, doc="zone of schedules without tz"),
+        "confirmation_phrases": Key(
+            (
+                "确认",
+                "确认创建",
+                "确认执行",
+                "可以创建定时任务了",
+                "按这个建 Cron",
+                "按这个建Cron",
+                "同意",
+                "就这样",
+            ),
+            _check_nonempty_str_list,
+            doc="messages that confirm a PLAN.md revision",
+        ),
+    },
+    "longrun": {
+        "trigger_phrases": Key(
+            ("长任务模式", "进入长任务模式"),
+            _check_nonempty_str_list,
+            doc="phrases that enter long-run mode",
+        ),
+        "progress_every": Key(
+            timedelta(minutes=3), _check_duration, doc="visible progress cadence"
+        ),
+        "idle": Key(timedelta(seconds=60), _check_duration, doc="keepalive idle threshold"),
+        "stale": Key(timedelta(minutes=10), _check_duration, doc="watchdog stale window"),
+        "unknown_cooldown": Key(
+            timedelta(minutes=2), _check_duration, doc="wait before resending an unknown delivery"
+        ),
+        "blocked_after_failures": Key(
+            3, _int_at_least(1), doc="undelivered heartbeats before a task turns blocked"
+        ),
+    },
+}
+
+CHANNEL_SCHEMA: dict[str, Key] = {
+    "name": Key(None, _check_nonempty_str),
+    "kind": Key("webhook", _check_nonempty_str),
+    "url": Key(None, _check_http_url),
+    "timeout": Key(timedelta(seconds=10), _check_duration),
+    "secret": Key("", _check_str, secret=True),
+    "enabled": Key(True, _check_bool),
+}
+
+JOB_SCHEMA: dict[str, Key] = {
+    "name": Key(None, _check_nonempty_str),
+    "task": Key(None, _check_nonempty_str),
+    "every": Key(None, _check_duration),
+    "cron": Key(None, _check_cron),
+    "enabled": Key(True, _check_bool),
+}
+
+# The jobs beat runs unless the file changes them. A file entry with the same
+# name overrides the fields it sets (`enabled = false` turns a job off); new
+# names add jobs. The apps add their monitors here as they are built.
+BUILTIN_JOBS: tuple[dict[str, Any], ...] = (
+    {"name": "liveness", "task": "xworkmate.liveness", "every": timedelta(seconds=30)},
+)
+
+
+# ---------------------------------------------------------------------------
+# The typed result.
+
+
+@dataclass(frozen=True)
+class PeriodicJob:
+    name: str
+    task: str
+    every: timedelta | None
+    cron: str | None
+    enabled: bool
+
+    @property
+    def schedule_text(self) -> str:
+        return f"every {format_duration(self.every)}" if self.every else f"cron {self.cron}"
+
+
+@dataclass(frozen=True)
+class DeliveryChannel:
+    name: str
+    kind: str
+    url: str
+    timeout: timedelta
+    secret: str
+    enabled: bool
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything the service reads from its configuration, typed and checked."""
+
+    source: str  # the file read, or "built-in defaults"
+    home: Path
+    values: Mapping[str, Mapping[str, Any]]
+    delivery_channels: tuple[DeliveryChannel, ...] = ()
+    periodic_jobs: tuple[PeriodicJob, ...] = ()
+    from_env: frozenset[str] = field(default_factory=frozenset)
+
+    def get(self, section: str, key: str) -> Any:
+        return self.values[section][key]
+
+    @property
+    def database_url(self) -> str:
+        url: str = self.get("database", "url")
+        return url or f"sqlite:///{self.home / 'xworkmate.sqlite3'}"
+
+    @property
+    def broker_url(self) -> str:
+        url: str = self.get("broker", "url")
+        return url or "filesystem://"
+
+    @property
+    def broker_folder(self) -> Path:
+        """Where the file-based broker keeps its messages (embedded mode only)."""
+        path = urlsplit(self.broker_url).path
+        return Path(path) if path not in ("", "/") else self.home / "broker"
+
+    @property
+    def workspace_roots(self) -> tuple[str, ...]:
+        roots: tuple[str, ...] = self.get("workspace", "roots")
+        return roots
+
+    @property
+    def archive_root(self) -> str:
+        root: str = self.get("plans", "archive_root")
+        return root or str(Path(self.workspace_roots[0]) / "archives")
+
+
+def resolve_config_path(env: Mapping[str, str], cwd: Path) -> Path | None:
+    """The file to read: XWORKMATE_CONFIG, else ./xworkmate.toml if present, else none."""
+    explicit = env.get(CONFIG_ENV, "").strip()
+    if explicit:
+        return Path(explicit).expanduser()
+    candidate = cwd / DEFAULT_CONFIG_FILE
+    return candidate if candidate.is_file() else None
+
+
+def resolve_home(env: Mapping[str, str], cwd: Path) -> Path:
+    raw = env.get(HOME_ENV, "").strip() or DEFAULT_HOME
+    home = Path(raw).expanduser()
+    return (home if home.is_absolute() else cwd / home).resolve()
+
+
+def load_config(
+    path: Path | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> Config:
+    """Read, validate and type the configuration; raise ConfigError listing every problem."""
+    env = os.environ if env is None else env
+    cwd = Path.cwd() if cwd is None else cwd
+    if path is None:
+        path = resolve_config_path(env, cwd)
+    raw: dict[str, Any] = {}
+    source = "built-in defaults"
+    if path is not None:
+        source = str(path)
+        raw = _read_toml(path)
+    return _build(raw, source=source, env=env, home=resolve_home(env, cwd))
+
+
+def parse_config_text(text: str, *, env: Mapping[str, str] | None = None, home: Path) -> Config:
+    """Validate TOML given as text (used by tests and ``config --check -``)."""
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError([f"<text>: not valid TOML: {exc}"]) from exc
+    return _build(raw, source="<text>", env={} if env is None else env, home=home)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError as exc:
+        raise ConfigError([f"{CONFIG_ENV}: config file not found: {path}"]) from exc
+    except OSError as exc:
+        raise ConfigError([f"{path}: cannot read config file: {exc.strerror}"]) from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError([f"{path}: not valid TOML: {exc}"]) from exc
+
+
+def _build(raw: dict[str, Any], *, source: str, env: Mapping[str, str], home: Path) -> Config:
+    problems: list[str] = []
+    values: dict[str, dict[str, Any]] = {}
+    from_env: set[str] = set()
+    known_sections = {*SCHEMA, "delivery", "periodic_jobs"}
+    for section in raw:
+        if section not in known_sections:
+            problems.append(
+                f"{section}: unknown section (known: {', '.join(sorted(known_sections))})"
+            )
+    for section, keys in SCHEMA.items():
+        given = raw.get(section, {})
+        if not isinstance(given, dict):
+            problems.append(f"{section}: must be a table ([{section}])")
+            given = {}
+        for key in given:
+            if key not in keys:
+                problems.append(f"{section}.{key}: unknown key (known: {', '.join(keys)})")
+        values[section] = {}
+        for key, spec in keys.items():
+            name = f"{section}.{key}"
+            if key in given:
+                value: object = given[key]
+            elif spec.env and env.get(spec.env, "").strip():
+                value = env[spec.env].strip()
+                from_env.add(name)
+            else:
+                values[section][key] = spec.default
+                continue
+            try:
+                values[section][key] = spec.check(value)
+            except ValueError as exc:
+                where = f"{name} (from {spec.env})" if name in from_env else name
+                problems.append(f"{where}: {exc}")
+    channels = _build_channels(raw.get("delivery", {}), problems)
+    jobs = _build_jobs(raw.get("periodic_jobs", []), problems)
+    if problems:
+        raise ConfigError([f"{source}: {p}" for p in problems])
+    return Config(
+        source=source,
+        home=home,
+        values=values,
+        delivery_channels=channels,
+        periodic_jobs=jobs,
+        from_env=frozenset(from_env),
+    )
+
+
+def _check_table(
+    where: str, item: object, schema: Mapping[str, Key], problems: list[str]
+) -> dict[str, Any] | None:
+    """Check one array-of-tables entry; return only the keys it sets, checked."""
+    if not isinstance(item, dict):
+        problems.append(f"{where}: must be a table")
+        return None
+    out: dict[str, Any] = {}
+    for key, value in item.items():
+        if key not in schema:
+            problems.append(f"{where}.{key}: unknown key (known: {', '.join(schema)})")
+            continue
+        try:
+            out[key] = schema[key].check(value)
+        except ValueError as exc:
+            problems.append(f"{where}.{key}: {exc}")
+    return out
+
+
+def _build_channels(raw: object, problems: list[str]) -> tuple[DeliveryChannel, ...]:
+    if not isinstance(raw, dict) or set(raw) - {"channels"}:
+        problems.append("delivery: must contain only [[delivery.channels]] entries")
+        return ()
+    items = raw.get("channels", [])
+    if not isinstance(items, list):
+        problems.append("delivery.channels: must be an array of tables ([[delivery.channels]])")
+        return ()
+    channels: list[DeliveryChannel] = []
+    seen: set[str] = set()
+    for index, item in enumerate(items):
+        where = f"delivery.channels[{index}]"
+        checked = _check_table(where, item, CHANNEL_SCHEMA, problems)
+        if checked is None:
+            continue
+        for required in ("name", "url"):
+            if required not in checked and required not in (item or {}):
+                problems.append(f"{where}.{required}: required")
+        name = checked.get("name")
+        if name in seen:
+            problems.append(f"{where}.name: duplicate channel name {name!r}")
+        kind = checked.get("kind", "webhook")
+        if kind not in DELIVERY_KINDS:
+            problems.append(
+                f"{where}.kind: must be one of {', '.join(DELIVERY_KINDS)} (got {kind!r})"
+            )
+        if "name" in checked and "url" in checked:
+            seen.add(checked["name"])
+            merged = {k: v.default for k, v in CHANNEL_SCHEMA.items()} | checked
+            channels.append(DeliveryChannel(**merged))
+    return tuple(channels)
+
+
+def _build_jobs(raw: object, problems: list[str]) -> tuple[PeriodicJob, ...]:
+    if not isinstance(raw, list):
+        problems.append("periodic_jobs: must be an array of tables ([[periodic_jobs]])")
+        return ()
+    jobs: dict[str, dict[str, Any]] = {
+        j["name"]: {"every": None, "cron": None, "enabled": True} | j for j in BUILTIN_JOBS
+    }
+    builtin = set(jobs)
+    for index, item in enumerate(raw):
+        where = f"periodic_jobs[{index}]"
+        checked = _check_table(where, item, JOB_SCHEMA, problems)
+        if checked is None:
+            continue
+        name = checked.get("name")
+        if name is None:
+            if "name" not in item:
+                problems.append(f"{where}.name: required")
+            continue
+        if not _JOB_NAME_RE.match(name):
+            problems.append(
+                f"{where}.name: must be lowercase letters, digits, '.', '_' or '-' (got {name!r})"
+            )
+            continue
+        if name in jobs and name not in builtin:
+            problems.append(f"{where}.name: duplicate job name {name!r}")
+            continue
+        if "every" in checked or "cron" in checked or "every" in item or "cron" in item:
+            # Setting one schedule kind replaces the other one of a built-in job.
+            base = jobs.get(name, {}) | {"every": None, "cron": None}
+        else:
+            base = jobs.get(name, {"every": None, "cron": None})
+        builtin.discard(name)
+        jobs[name] = {"enabled": True} | base | checked
+    result: list[PeriodicJob] = []
+    for name, spec in jobs.items():
+        where = f"periodic_jobs[{name}]"
+        if "task" not in spec:
+            problems.append(f"{where}.task: required")
+            continue
+        if not _TASK_NAME_RE.match(spec["task"]):
+            problems.append(
+                f"{where}.task: must be a dotted Celery task name (got {spec['task']!r})"
+            )
+            continue
+        if (spec["every"] is None) == (spec["cron"] is None):
+            problems.append(f"{where}: set exactly one of every or cron")
+            continue
+        result.append(PeriodicJob(**spec))
+    return tuple(result)
+
+
+# ---------------------------------------------------------------------------
+# Showing the effective configuration.
+
+
+def mask_url(url: str) -> str:
+    """Hide the password of a URL, keep the rest readable."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", f":{MASK}@", 1)
+    return parts._replace(netloc=netloc).geturl()
+
+
+def effective_config(config: Config, *, mask_secrets: bool = True) -> dict[str, Any]:
+    """The configuration as plain data, secrets masked, with where each came from."""
+    out: dict[str, Any] = {"source": config.source, "home": str(config.home)}
+    for section, keys in SCHEMA.items():
+        out[section] = {}
+        for key, spec in keys.items():
+            value = config.get(section, key)
+            if isinstance(value, timedelta):
+                value = format_duration(value)
+            elif isinstance(value, tuple):
+                value = list(value)
+            if spec.secret and mask_secrets and value:
+                value = mask_url(value) if section in ("database", "broker") else MASK
+            out[section][key] = value
+    out["database"]["effective_url"] = (
+        mask_url(config.database_url) if mask_secrets else config.database_url
+    )
+    out["broker"]["effective_url"] = (
+        mask_url(config.broker_url) if mask_secrets else config.broker_url
+    )
+    out["delivery"] = {
+        "channels": [
+            {
+                "name": c.name,
+                "kind": c.kind,
+                "url": c.url,
+                "timeout": format_duration(c.timeout),
+                "secret": MASK if (c.secret and mask_secrets) else c.secret,
+                "enabled": c.enabled,
+            }
+            for c in config.delivery_channels
+        ]
+    }
+    out["periodic_jobs"] = [
+        {"name": j.name, "task": j.task, "schedule": j.schedule_text, "enabled": j.enabled}
+        for j in config.periodic_jobs
+    ]
+    out["from_environment"] = sorted(config.from_env)
+    return out

@@ -1,0 +1,137 @@
+"""The gateway method table and its call envelope.
+
+Every `xworkmate.*` method the bridge calls is registered here once, with the
+scope it needs; the REST views (xworkmate.api) look methods up by name. Apps
+register their methods in their AppConfig.ready(), in the contract's order.
+
+Handlers take a GatewayCall and return the payload dict, or raise
+GatewayError (INVALID_REQUEST, HTTP 400) / ConflictError (CONFLICT, HTTP 409)
+with the contract's message. The code is chosen by the error's type, never by
+looking for words in the message (D-A5).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from xworkmate.models import ApiKey
+
+
+class GatewayError(Exception):
+    code = "INVALID_REQUEST"
+    http_status = 400
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ConflictError(GatewayError):
+    code = "CONFLICT"
+    http_status = 409
+
+
+class UnknownMethodError(GatewayError):
+    http_status = 404
+
+
+@dataclass(frozen=True)
+class GatewayCall:
+    method: str
+    params: dict[str, Any]
+    api_key: ApiKey | None
+
+
+Handler = Callable[[GatewayCall], Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class GatewayMethod:
+    name: str
+    handler: Handler
+    scope: str
+    summary: str
+    description: str = ""
+    # Optional DRF serializers, used only to document params/payload in OpenAPI.
+    params_doc: Any = None
+    payload_doc: Any = None
+    tags: tuple[str, ...] = field(default=("gateway",))
+
+
+_METHODS: dict[str, GatewayMethod] = {}
+
+
+def register_method(method: GatewayMethod) -> GatewayMethod:
+    if method.name in _METHODS:
+        raise ValueError(f"gateway method {method.name!r} is already registered")
+    if method.scope not in ("gateway:read", "gateway:write"):
+        raise ValueError(f"gateway method {method.name!r}: scope must be gateway:read or :write")
+    _METHODS[method.name] = method
+    return method
+
+
+def unregister_method(name: str) -> None:
+    _METHODS.pop(name, None)
+
+
+def get_method(name: str) -> GatewayMethod:
+    try:
+        return _METHODS[name]
+    except KeyError:
+        raise UnknownMethodError(f"unknown method: {name}") from None
+
+
+def registered_methods() -> list[GatewayMethod]:
+    """In registration order (the contract asserts the order of its six methods)."""
+    return list(_METHODS.values())
+
+
+def parse_body(raw: bytes, *, limit: int) -> dict[str, Any]:
+    """Decode a request body as a JSON object, with a clear INVALID_REQUEST otherwise."""
+    if len(raw) > limit:
+        raise body_too_large(limit)
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except UnicodeDecodeError as exc:
+        raise GatewayError(f"request body is not UTF-8 JSON: {exc.reason}") from exc
+    except json.JSONDecodeError as exc:
+        raise GatewayError(
+            f"request body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from exc
+    if not isinstance(value, dict):
+        raise GatewayError(f"request body must be a JSON object (got {_json_type(value)})")
+    return value
+
+
+def body_too_large(limit: int) -> GatewayError:
+    return GatewayError(f"request body too large: limit is {limit} bytes (gateway.max_body_bytes)")
+
+
+def split_envelope(body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """`{"method": ..., "params": {...}}` → (method, params)."""
+    method = body.get("method")
+    if not isinstance(method, str) or not method.strip():
+        raise GatewayError("method: required, a non-empty string")
+    params = body.get("params", {})
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise GatewayError(f"params: must be a JSON object (got {_json_type(params)})")
+    return method.strip(), params
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else type(value).__name__

@@ -1,0 +1,119 @@
+"""`GET /healthz`: database, broker and periodic jobs, for monitors and load balancers.
+
+Public on purpose (monitors have no API key); it shows states and times, never
+URLs, secrets or error texts from other parts. HTTP 503 when something is down.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.conf import settings
+from django.db import DatabaseError, connection
+from django.http import HttpRequest, JsonResponse
+from django.utils import timezone
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+from kombu import Connection
+
+from xworkmate.policies import job_health
+from xworkmate.selectors import periodic_job_states
+
+BROKER_TIMEOUT_SECONDS = 3
+
+
+def check_database() -> dict[str, Any]:
+    started = time.monotonic()
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+    except DatabaseError as exc:
+        return {"status": "down", "vendor": connection.vendor, "error": type(exc).__name__}
+    return {
+        "status": "ok",
+        "vendor": connection.vendor,
+        "latency_ms": round((time.monotonic() - started) * 1000, 2),
+    }
+
+
+def check_broker() -> dict[str, Any]:
+    started = time.monotonic()
+    url = settings.CELERY_BROKER_URL
+    conn = Connection(
+        url,
+        transport_options=settings.CELERY_BROKER_TRANSPORT_OPTIONS,
+        connect_timeout=BROKER_TIMEOUT_SECONDS,
+    )
+    transport = url.split("://", 1)[0]
+    try:
+        conn.ensure_connection(max_retries=1, interval_start=0, timeout=BROKER_TIMEOUT_SECONDS)
+        # The file broker "connects" to anything; prove its folder is usable.
+        if transport == "filesystem":
+            folder = settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"]
+            with open(f"{folder}/.healthz", "w", encoding="ascii") as probe:
+                probe.write("ok")
+    except (OSError, *_broker_errors(conn)) as exc:
+        return {"status": "down", "transport": transport, "error": type(exc).__name__}
+    finally:
+        conn.release()
+    return {
+        "status": "ok",
+        "transport": transport,
+        "latency_ms": round((time.monotonic() - started) * 1000, 2),
+    }
+
+
+def _broker_errors(conn: Connection) -> tuple[type[BaseException], ...]:
+    errors: tuple[type[BaseException], ...] = tuple(conn.connection_errors)
+    return errors
+
+
+def check_periodic_jobs(now: Any) -> dict[str, Any]:
+    states = periodic_job_states()
+    out: dict[str, Any] = {}
+    for job in settings.XWORKMATE.periodic_jobs:
+        state = states.get(job.name)
+        health = job_health(
+            job,
+            beat_seen_at=state.beat_seen_at if state else None,
+            last_tick_at=state.last_tick_at if state else None,
+            last_status=state.last_status if state else "",
+            now=now,
+        )
+        out[job.name] = {
+            "status": health.status,
+            "task": job.task,
+            "schedule": job.schedule_text,
+            "last_tick_at": _iso(state.last_tick_at if state else None),
+            "due_by": _iso(health.due_by),
+            "runs": state.runs if state else 0,
+            "failures": state.failures if state else 0,
+        }
+    return out
+
+
+def _iso(value: Any) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+@never_cache
+@require_GET
+def healthz(request: HttpRequest) -> JsonResponse:
+    now = timezone.now()
+    database = check_database()
+    broker = check_broker()
+    jobs: dict[str, Any] = {}
+    down = database["status"] != "ok" or broker["status"] != "ok"
+    if database["status"] == "ok":
+        jobs = check_periodic_jobs(now)
+        down = down or any(j["status"] in ("stale", "unscheduled") for j in jobs.values())
+    body = {
+        "status": "down" if down else "ok",
+        "checked_at": now.isoformat(),
+        "database": database,
+        "broker": broker,
+        "periodic_jobs": jobs,
+    }
+    return JsonResponse(body, status=503 if down else 200)

@@ -1,0 +1,149 @@
+"""`manage.py xworkmate ...`: config, API keys, bootstrap and the one-command run."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from argparse import ArgumentParser
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils import timezone
+
+from xworkmate.bootstrap import ServiceUnavailable, bootstrap, require_services
+from xworkmate.config import ConfigError, effective_config, load_config
+from xworkmate.models import SCOPES, ApiKey
+from xworkmate.services import ApiKeyError, api_key_create, api_key_revoke
+from xworkmate.supervisor import Supervisor, commands
+
+PORT_ENV = "XWORKMATE_PORT"
+
+
+class Command(BaseCommand):
+    help = "xworkmate service commands: config, apikey, bootstrap, run"
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        sub = parser.add_subparsers(dest="action", required=True, parser_class=ArgumentParser)
+
+        config = sub.add_parser("config", help="print the effective config (secrets masked)")
+        config.add_argument(
+            "--check",
+            metavar="FILE",
+            nargs="?",
+            const="",
+            help="only validate FILE (default: the active config); exit 1 on error",
+        )
+        config.add_argument("--show-secrets", action="store_true", help="do not mask secrets")
+
+        key = sub.add_parser("apikey", help="create, list or revoke API keys")
+        key_sub = key.add_subparsers(dest="key_action", required=True, parser_class=ArgumentParser)
+        create = key_sub.add_parser("create", help="create a key; prints it once, on the last line")
+        create.add_argument("--name", required=True)
+        create.add_argument(
+            "--scope", action="append", default=[], choices=SCOPES, help="repeat for several scopes"
+        )
+        key_sub.add_parser("list", help="list keys (never the keys themselves)")
+        revoke = key_sub.add_parser("revoke", help="revoke a key by name")
+        revoke.add_argument("name")
+
+        sub.add_parser("bootstrap", help="create the admin user and the local API key if missing")
+
+        run = sub.add_parser("run", help="migrate, bootstrap, then run web + worker + beat")
+        run.add_argument(
+            "--port", type=int, default=None, help=f"web port (default ${PORT_ENV} or 8000)"
+        )
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        action = opts["action"]
+        if action == "config":
+            self._config(opts["check"], opts["show_secrets"])
+        elif action == "apikey":
+            self._apikey(opts)
+        elif action == "bootstrap":
+            self._print_bootstrap()
+        elif action == "run":
+            sys.exit(self._run(opts["port"]))
+
+    # -- config --------------------------------------------------------------
+    def _config(self, check: str | None, show_secrets: bool) -> None:
+        if check is not None:
+            try:
+                loaded = load_config(Path(check)) if check else load_config()
+            except ConfigError as exc:
+                for problem in exc.problems:
+                    self.stderr.write(problem)
+                raise CommandError("config is invalid", returncode=1) from exc
+            self.stdout.write(f"{loaded.source}: OK")
+            return
+        data = effective_config(settings.XWORKMATE, mask_secrets=not show_secrets)
+        self.stdout.write(json.dumps(data, indent=2, ensure_ascii=False))
+
+    # -- apikey ---------------------------------------------------------------
+    def _apikey(self, opts: dict[str, Any]) -> None:
+        what = opts["key_action"]
+        if what == "create":
+            try:
+                key, token = api_key_create(name=opts["name"], scopes=opts["scope"])
+            except ApiKeyError as exc:
+                raise CommandError(str(exc)) from exc
+            self.stdout.write(f"created API key {key.name!r} with scopes {', '.join(key.scopes)}")
+            self.stdout.write("store it now; it cannot be shown again:")
+            self.stdout.write(token)
+        elif what == "list":
+            for key in ApiKey.objects.order_by("name"):
+                state = "active" if key.is_active else f"revoked {key.revoked_at:%Y-%m-%d %H:%M}"
+                used = f"{key.last_used_at:%Y-%m-%d %H:%M}" if key.last_used_at else "never"
+                self.stdout.write(
+                    f"{key.name}\t{key.prefix}…\t{','.join(key.scopes)}\t{state}\tlast used {used}"
+                )
+        elif what == "revoke":
+            found = ApiKey.objects.filter(name=opts["name"]).first()
+            if found is None:
+                raise CommandError(f"name: no API key named {opts['name']!r}")
+            if not api_key_revoke(key=found, now=timezone.now()):
+                self.stdout.write(f"API key {found.name!r} was already revoked")
+            else:
+                self.stdout.write(f"revoked API key {found.name!r}")
+
+    # -- bootstrap / run --------------------------------------------------------
+    def _print_bootstrap(self) -> None:
+        result = bootstrap()
+        if result.admin_created:
+            self.stdout.write(f"created admin user {result.admin_username!r}")
+            if result.admin_password:
+                self.stdout.write(
+                    f"admin password (shown once, change it in the admin): {result.admin_password}"
+                )
+        if result.api_key_token:
+            self.stdout.write("created API key 'local' (all write scopes); shown once:")
+            self.stdout.write(result.api_key_token)
+
+    def _run(self, port: int | None) -> int:
+        if port is None:
+            raw = os.environ.get(PORT_ENV, "8000")
+            if not raw.isdigit() or not 0 < int(raw) < 65536:
+                raise CommandError(f"{PORT_ENV}: must be a TCP port number 1-65535 (got {raw!r})")
+            port = int(raw)
+        try:
+            require_services()
+        except ServiceUnavailable as exc:
+            raise CommandError(str(exc)) from exc
+        call_command("check", fail_level="ERROR")
+        call_command("migrate", interactive=False, verbosity=0)
+        self._print_bootstrap()
+        self.stdout.write(
+            f"xworkmate: config {settings.XWORKMATE.source}; data home {settings.HOME}\n"
+            f"xworkmate: admin at http://127.0.0.1:{port}/admin/ , health at "
+            f"http://127.0.0.1:{port}/healthz"
+        )
+        self.stdout.flush()
+        cmds = commands(
+            port=port,
+            embedded_broker=settings.CELERY_BROKER_URL.startswith("filesystem://"),
+            beat_schedule_file=settings.CELERY_BEAT_SCHEDULE_FILENAME,
+        )
+        return Supervisor(cmds, os.environ).run()

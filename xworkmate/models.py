@@ -1,0 +1,88 @@
+"""Tables of the project package: API keys, periodic job state, admin preferences.
+
+The gateway's own tables (session mappings, task runs) join this module when
+the gateway issue lands; they belong to this app by design.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+AREAS = ("gateway", "plans", "longrun")
+SCOPES = tuple(f"{area}:{level}" for area in AREAS for level in ("read", "write"))
+
+
+class ApiKey(models.Model):
+    """A bearer key for the bridge or an agent. Only its SHA-256 is stored."""
+
+    name = models.CharField(_("name"), max_length=100, unique=True)
+    prefix = models.CharField(
+        _("prefix"), max_length=16, help_text=_("First characters of the key, to recognise it.")
+    )
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    scopes = models.JSONField(_("scopes"), default=list)
+    created_at = models.DateTimeField(_("created at"), default=timezone.now)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("created by"),
+    )
+    revoked_at = models.DateTimeField(_("revoked at"), null=True, blank=True)
+    last_used_at = models.DateTimeField(_("last used at"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("API key")
+        verbose_name_plural = _("API keys")
+        ordering = ("name",)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+
+class PeriodicJobState(models.Model):
+    """What beat and the worker last did for one configured periodic job.
+
+    `beat_seen_at` is written when a beat process starts with the job in its
+    schedule; `last_tick_at` each time a worker runs it. /healthz compares
+    them with the job's interval.
+    """
+
+    name = models.CharField(max_length=64, unique=True)
+    task = models.CharField(max_length=200)
+    beat_seen_at = models.DateTimeField(null=True, blank=True)
+    last_tick_at = models.DateTimeField(null=True, blank=True)
+    last_finished_at = models.DateTimeField(null=True, blank=True)
+    last_status = models.CharField(max_length=16, blank=True)
+    last_error = models.TextField(blank=True)
+    runs = models.PositiveBigIntegerField(default=0)
+    failures = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        verbose_name = _("periodic job")
+        verbose_name_plural = _("periodic jobs")
+        ordering = ("name",)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class UserPreference(models.Model):
+    """Per-user admin settings; today the interface language."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="xworkmate_preference"
+    )
+    language = models.CharField(max_length=16)
+
+    def __str__(self) -> str:
+        return f"{self.user}: {self.language}"

@@ -1,0 +1,22 @@
+"""Reads of the project package."""
+
+from __future__ import annotations
+
+import hashlib
+
+from xworkmate.models import ApiKey, PeriodicJobState
+
+
+def hash_api_key(raw: str) -> str:
+    # Keys are 256-bit random tokens, so a plain SHA-256 is enough: there is no
+    # password to brute-force, and a fast hash keeps every request cheap.
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+def api_key_for_token(raw: str) -> ApiKey | None:
+    """The key whose hash matches `raw`, revoked or not (the caller decides)."""
+    return ApiKey.objects.filter(key_hash=hash_api_key(raw)).first()
+
+
+def periodic_job_states() -> dict[str, PeriodicJobState]:
+    return {state.name: state for state in PeriodicJobState.objects.all()}

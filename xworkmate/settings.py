@@ -1,0 +1,171 @@
+"""Django settings, derived entirely from the declarative config (xworkmate.config).
+
+Nothing here is meant to be edited per deployment: change xworkmate.toml or
+the environment instead. A broken config raises ConfigError at import, so no
+process (web, worker, beat, CLI) starts half-configured.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from xworkmate.config import load_config
+from xworkmate.datahome import ensure_home, stored_secret
+from xworkmate.lib.dburl import database_settings
+from xworkmate.periodic import beat_schedule
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+XWORKMATE = load_config()
+HOME = XWORKMATE.home
+ensure_home(HOME)
+
+SECRET_KEY = XWORKMATE.get("service", "secret_key") or stored_secret(HOME, "django_secret_key")
+DEBUG = bool(XWORKMATE.get("service", "debug"))
+ALLOWED_HOSTS = list(XWORKMATE.get("service", "allowed_hosts"))
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "xworkmate",
+    "artifacts",
+    "plans",
+    "longrun",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "xworkmate.middleware.UserLanguageMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "xworkmate.urls"
+WSGI_APPLICATION = "xworkmate.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.template.context_processors.i18n",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {"default": database_settings(XWORKMATE.database_url)}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LANGUAGE_CODE = XWORKMATE.get("service", "language_code")
+LANGUAGES = [("zh-hans", "简体中文"), ("en", "English")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
+TIME_ZONE = XWORKMATE.get("service", "time_zone")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATIC_ROOT = HOME / "static"
+# Serve admin assets straight from the installed packages: no collectstatic
+# step is needed for the one-command run, and production may still run it.
+WHITENOISE_USE_FINDERS = True
+
+LOGIN_URL = "admin:login"
+
+# The gateway reads and limits its own bodies (gateway.max_body_bytes); this
+# bound covers the admin forms.
+DATA_UPLOAD_MAX_MEMORY_SIZE = max(2621440, int(XWORKMATE.get("gateway", "max_body_bytes")))
+
+REST_FRAMEWORK: dict[str, Any] = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["xworkmate.auth.ApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["xworkmate.auth.DenyAll"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "xworkmate.api_errors.exception_handler",
+    "UNAUTHENTICATED_USER": None,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "xworkmate API",
+    "DESCRIPTION": (
+        "Gateway methods for the XWorkmate bridge, artifacts, plans and long-run mode. "
+        "Authenticate with `Authorization: Bearer <api key>`."
+    ),
+    "VERSION": "0.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["xworkmate.auth.ApiKeyOrStaff"],
+    "SERVE_AUTHENTICATION": [
+        "xworkmate.auth.ApiKeyAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "APPEND_COMPONENTS": {
+        "securitySchemes": {"ApiKey": {"type": "http", "scheme": "bearer"}},
+    },
+    "SECURITY": [{"ApiKey": []}],
+}
+
+# --- Celery -----------------------------------------------------------------
+CELERY_BROKER_URL = XWORKMATE.broker_url
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    _folder = XWORKMATE.broker_folder
+    for _sub in ("queue", "processed", "control"):
+        (_folder / _sub).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, Any] = {
+        "data_folder_in": str(_folder / "queue"),
+        "data_folder_out": str(_folder / "queue"),
+        "processed_folder": str(_folder / "processed"),
+        "control_folder": str(_folder / "control"),
+        "store_processed": False,
+    }
+else:
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_RESULT_BACKEND = None
+CELERY_TIMEZONE = TIME_ZONE
+CELERY_ENABLE_UTC = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BEAT_SCHEDULE = beat_schedule(XWORKMATE.periodic_jobs)
+CELERY_BEAT_SCHEDULE_FILENAME = str(HOME / "celerybeat-schedule")
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+LOGGING: dict[str, Any] = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain"},
+        "file": {
+            "class": "logging.handlers.WatchedFileHandler",
+            "filename": str(HOME / "logs" / "xworkmate.log"),
+            "formatter": "plain",
+        },
+    },
+    "root": {"handlers": ["console", "file"], "level": "INFO"},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}

@@ -1,0 +1,114 @@
+"""Run web, worker and beat as one foreground unit (the README's first command).
+
+Each child gets its own session so a terminal's Ctrl-C reaches only this
+supervisor, which then stops the children in order (web first, so no new
+work arrives; then beat; the worker last, so it finishes what it holds).
+If any child dies on its own, the others are stopped too and the exit code
+says so: a half-running service is worse than a stopped one.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from types import FrameType
+
+STOP_TIMEOUT_SECONDS = 20.0
+
+
+def commands(*, port: int, embedded_broker: bool, beat_schedule_file: str) -> dict[str, list[str]]:
+    py = sys.executable
+    worker = [
+        py,
+        "-m",
+        "celery",
+        "-A",
+        "xworkmate",
+        "worker",
+        "--loglevel",
+        "INFO",
+        "--concurrency",
+        "2",
+        "--hostname",
+        "xworkmate@%h",
+    ]
+    if embedded_broker:
+        # The file broker has no broadcast queues; the cluster chatter is moot
+        # with one worker anyway.
+        worker += ["--without-mingle", "--without-gossip", "--without-heartbeat"]
+    return {
+        "web": [
+            py,
+            "-m",
+            "gunicorn",
+            "xworkmate.wsgi:application",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "2",
+            "--access-logfile",
+            "-",
+            "--graceful-timeout",
+            "10",
+        ],
+        "beat": [
+            py,
+            "-m",
+            "celery",
+            "-A",
+            "xworkmate",
+            "beat",
+            "--loglevel",
+            "INFO",
+            "--schedule",
+            beat_schedule_file,
+        ],
+        "worker": worker,
+    }
+
+
+class Supervisor:
+    def __init__(self, cmds: Mapping[str, list[str]], env: Mapping[str, str]) -> None:
+        self.cmds = cmds
+        self.env = dict(env)
+        self.children: dict[str, subprocess.Popen[bytes]] = {}
+        self.stop_requested = False
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self.stop_requested = True
+
+    def run(self) -> int:
+        signal.signal(signal.SIGINT, self._on_signal)
+        signal.signal(signal.SIGTERM, self._on_signal)
+        for name, cmd in self.cmds.items():
+            # Our own fixed argv (sys.executable -m ...), not user input.
+            self.children[name] = subprocess.Popen(  # noqa: S603
+                cmd, env=self.env, start_new_session=True
+            )
+            print(f"xworkmate: started {name} (pid {self.children[name].pid})", flush=True)
+        failed: str | None = None
+        while not self.stop_requested and failed is None:
+            time.sleep(0.3)
+            failed = next((n for n, p in self.children.items() if p.poll() is not None), None)
+        if failed:
+            code = self.children[failed].returncode
+            print(f"xworkmate: {failed} exited with code {code}; stopping the rest", flush=True)
+        self.stop()
+        return 1 if failed else 0
+
+    def stop(self) -> None:
+        for name in ("web", "beat", "worker"):
+            child = self.children.get(name)
+            if child is None or child.poll() is not None:
+                continue
+            child.send_signal(signal.SIGTERM)
+            try:
+                child.wait(timeout=STOP_TIMEOUT_SECONDS)
+            except subprocess.TimeoutExpired:
+                print(f"xworkmate: {name} did not stop in time; killing it", flush=True)
+                child.kill()
+                child.wait()
+            print(f"xworkmate: stopped {name}", flush=True)
