@@ -96,7 +96,8 @@ def parse_body(raw: bytes, *, limit: int) -> dict[str, Any]:
     if not raw.strip():
         return {}
     try:
-        value = json.loads(raw)
+        # Decode explicitly: json.loads(bytes) would also guess UTF-16/32.
+        value = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise GatewayError(f"request body is not UTF-8 JSON: {exc.reason}") from exc
     except json.JSONDecodeError as exc:

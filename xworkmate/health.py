@@ -16,6 +16,7 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 from kombu import Connection
+from kombu.exceptions import OperationalError
 
 from xworkmate.policies import job_health
 from xworkmate.selectors import periodic_job_states
@@ -54,7 +55,7 @@ def check_broker() -> dict[str, Any]:
             folder = settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"]
             with open(f"{folder}/.healthz", "w", encoding="ascii") as probe:
                 probe.write("ok")
-    except (OSError, *_broker_errors(conn)) as exc:
+    except _broker_errors(conn) as exc:
         return {"status": "down", "transport": transport, "error": type(exc).__name__}
     finally:
         conn.release()
@@ -66,7 +67,10 @@ def check_broker() -> dict[str, Any]:
 
 
 def _broker_errors(conn: Connection) -> tuple[type[BaseException], ...]:
-    errors: tuple[type[BaseException], ...] = tuple(conn.connection_errors)
+    # ensure_connection wraps transport errors in kombu's OperationalError.
+    errors: tuple[type[BaseException], ...] = (
+        OSError, OperationalError, *conn.connection_errors,
+    )
     return errors
 
 

@@ -96,15 +96,22 @@ def _zone_names() -> dict[str, str]:
 def resolve_zone(name: str) -> ZoneInfo:
     """The zone for an IANA name, matched case-insensitively as Intl does.
 
-    Raises :class:`ScheduleError` with Node's Intl wording for an unknown zone.
+    Raises :class:`ScheduleError` with croner 10's message for an unknown zone (it wraps
+    Node's ``Invalid time zone specified: <name>``).
     """
     canonical = _zone_names().get(name.strip().lower())
+    error = ScheduleError(
+        f"CronDate: Failed to convert date to timezone '{name}'. This may happen with invalid "
+        f"timezone names or dates. Original error: toTZ: Invalid timezone '{name}' or date. "
+        "Please provide a valid IANA timezone (e.g., 'America/New_York', 'Europe/Stockholm'). "
+        f"Original error: Invalid time zone specified: {name}"
+    )
     if canonical is None:
-        raise ScheduleError(f"Invalid time zone specified: {name}")
+        raise error
     try:
         return ZoneInfo(canonical)
     except (ZoneInfoNotFoundError, ValueError) as exc:  # pragma: no cover - tzdata mismatch
-        raise ScheduleError(f"Invalid time zone specified: {name}") from exc
+        raise error from exc
 
 
 _MIN_S = MIN_MS // 1000 + 2 * 86400  # keep a margin so offset lookups never leave datetime's range

@@ -1,0 +1,2 @@
+def describe_schedule(schedule, *, lang):
+    return ""

@@ -1,0 +1,111 @@
+"""Shared fixtures: API keys for an owner, a read-only teammate and an outsider.
+
+Following the healthchecks test style, each test gets keys with different
+scopes so every endpoint can be checked for who may and who may not call it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test import Client
+
+from xworkmate import gateway
+from xworkmate.services import api_key_create
+
+
+def manage(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `manage.py` in a subprocess against this test run's database."""
+    db = connection.settings_dict
+    if db["ENGINE"].endswith("sqlite3"):
+        url = f"sqlite:///{db['NAME']}"
+    else:
+        url = f"postgresql://{db['USER']}:{db['PASSWORD']}@{db['HOST'] or 'localhost'}:{db['PORT'] or 5432}/{db['NAME']}"
+    full_env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "DATABASE_URL": url}
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], capture_output=True, text=True, check=False,
+        env={**full_env, **(env or {})}, cwd=ROOT, timeout=120,
+    )
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class ApiClient:
+    """A Django test client that sends one bearer key and JSON bodies."""
+
+    def __init__(self, token: str | None) -> None:
+        self.client = Client()
+        self.token = token
+
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+
+    def post(self, path: str, body: Any = None, *, raw: bytes | None = None) -> Any:
+        data = raw if raw is not None else json.dumps({} if body is None else body)
+        return self.client.post(
+            path, data=data, content_type="application/json", headers=self._headers()
+        )
+
+    def get(self, path: str) -> Any:
+        return self.client.get(path, headers=self._headers())
+
+
+@pytest.fixture
+def make_client(db: None) -> Callable[..., ApiClient]:
+    counter = iter(range(1000))
+
+    def make(*scopes: str, name: str | None = None) -> ApiClient:
+        if not scopes:
+            return ApiClient(None)
+        _, token = api_key_create(name=name or f"key-{next(counter)}", scopes=list(scopes))
+        return ApiClient(token)
+
+    return make
+
+
+@pytest.fixture
+def owner(make_client: Callable[..., ApiClient]) -> ApiClient:
+    return make_client("gateway:write", "plans:write", "longrun:write", name="owner")
+
+
+@pytest.fixture
+def reader(make_client: Callable[..., ApiClient]) -> ApiClient:
+    return make_client("gateway:read", name="reader")
+
+
+@pytest.fixture
+def outsider(make_client: Callable[..., ApiClient]) -> ApiClient:
+    return make_client("plans:read", name="outsider")
+
+
+@pytest.fixture
+def anonymous() -> ApiClient:
+    return ApiClient(None)
+
+
+@pytest.fixture
+def test_methods() -> Iterator[list[str]]:
+    """Two throw-away gateway methods (one read, one write) for envelope tests."""
+
+    def echo(call: gateway.GatewayCall) -> dict[str, Any]:
+        if call.params.get("fail") == "conflict":
+            raise gateway.ConflictError("mapping conflict: thread already mapped")
+        if call.params.get("fail") == "invalid":
+            raise gateway.GatewayError("openclawSessionKey required")
+        return {"method": call.method, "params": call.params, "key": call.api_key and call.api_key.name}
+
+    names = ["test.echo.read", "test.echo.write"]
+    gateway.register_method(gateway.GatewayMethod(names[0], echo, "gateway:read", "echo (read)"))
+    gateway.register_method(gateway.GatewayMethod(names[1], echo, "gateway:write", "echo (write)"))
+    yield names
+    for name in names:
+        gateway.unregister_method(name)

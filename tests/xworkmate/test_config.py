@@ -1,0 +1,276 @@
+"""The declarative config: defaults, every validation rule, env overrides, masking."""
+
+from __future__ import annotations
+
+import tomllib
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from xworkmate.config import (
+    BUILTIN_JOBS,
+    MASK,
+    SCHEMA,
+    ConfigError,
+    effective_config,
+    load_config,
+    parse_config_text,
+)
+from xworkmate.lib.durations import parse_duration
+
+HOME = Path("/tmp/xworkmate-config-test-home")
+
+
+def parse(text: str, env: dict[str, str] | None = None):
+    return parse_config_text(text, env=env or {}, home=HOME)
+
+
+def problems(text: str, env: dict[str, str] | None = None) -> list[str]:
+    with pytest.raises(ConfigError) as info:
+        parse(text, env)
+    return [p.removeprefix("<text>: ") for p in info.value.problems]
+
+
+EXPECTED_DEFAULTS = {
+    ("service", "language_code"): "zh-hans",
+    ("service", "time_zone"): "Asia/Shanghai",
+    ("service", "allowed_hosts"): ("127.0.0.1", "localhost"),
+    ("service", "debug"): False,
+    ("service", "secret_key"): "",
+    ("service", "admin_username"): "admin",
+    ("database", "url"): "",
+    ("broker", "url"): "",
+    ("gateway", "max_body_bytes"): 1048576,
+    ("workspace", "roots"): ("~/.openclaw/workspace",),
+    ("artifacts", "max_files"): 64,
+    ("artifacts", "max_inline_bytes"): 10485760,
+    ("artifacts", "snapshot_max_files"): 64,
+    ("artifacts", "ref_signing_secret"): "",
+    ("artifacts", "scan_shared_media_roots"): False,
+    ("artifacts", "openclaw_media_dir"): "~/.openclaw/media",
+    ("artifacts", "openclaw_tmp_dir"): "",
+    ("plans", "archive_root"): "",
+    ("plans", "time_zone"): "Asia/Shanghai",
+    ("plans", "confirmation_phrases"): (
+        "确认", "确认创建", "确认执行", "可以创建定时任务了", "按这个建 Cron", "按这个建Cron",
+        "同意", "就这样",
+    ),
+    ("longrun", "trigger_phrases"): ("长任务模式", "进入长任务模式"),
+    ("longrun", "progress_every"): timedelta(minutes=3),
+    ("longrun", "idle"): timedelta(seconds=60),
+    ("longrun", "stale"): timedelta(minutes=10),
+    ("longrun", "unknown_cooldown"): timedelta(minutes=2),
+    ("longrun", "blocked_after_failures"): 3,
+}
+
+
+def test_it_has_the_documented_default_for_every_key():
+    config = parse("")
+    schema_keys = {(s, k) for s, keys in SCHEMA.items() for k in keys}
+    assert schema_keys == set(EXPECTED_DEFAULTS)
+    for (section, key), expected in EXPECTED_DEFAULTS.items():
+        assert config.get(section, key) == expected, f"{section}.{key}"
+    assert config.delivery_channels == ()
+    assert [(j.name, j.task, j.every, j.cron, j.enabled) for j in config.periodic_jobs] == [
+        ("liveness", "xworkmate.liveness", timedelta(seconds=30), None, True)
+    ]
+    assert config.database_url == f"sqlite:///{HOME}/xworkmate.sqlite3"
+    assert config.broker_url == "filesystem://"
+    assert config.broker_folder == HOME / "broker"
+    assert config.archive_root == "~/.openclaw/workspace/archives"
+
+
+def test_the_example_file_documents_every_key_with_its_default():
+    text = (ROOT / "xworkmate.example.toml").read_text(encoding="utf-8")
+    raw = tomllib.loads(text)
+    for section, keys in SCHEMA.items():
+        assert set(raw[section]) == set(keys), section
+    example = parse(text)
+    default = parse("")
+    assert example.values == default.values
+    for job in BUILTIN_JOBS:  # built-in jobs are described in the comments
+        assert f"task = \"{job['task']}\"" in text
+
+
+def test_it_reads_a_full_file(tmp_path):
+    path = tmp_path / "x.toml"
+    path.write_text(
+        """
+[service]
+language_code = "EN"
+time_zone = "America/New_York"
+[database]
+url = "postgresql://u:p@db:5432/xw"
+[workspace]
+roots = ["/srv/ws", "/srv/other"]
+[longrun]
+progress_every = "1h30m"
+[[delivery.channels]]
+name = "ops"
+url = "https://hooks.example.org/x"
+timeout = "5s"
+[[periodic_jobs]]
+name = "liveness"
+cron = "*/5 * * * *"
+[[periodic_jobs]]
+name = "nightly.report"
+task = "xworkmate.liveness"
+every = "2h"
+enabled = false
+""",
+        encoding="utf-8",
+    )
+    config = load_config(path, env={}, cwd=tmp_path)
+    assert config.source == str(path)
+    assert config.get("service", "language_code") == "en"
+    assert config.database_url == "postgresql://u:p@db:5432/xw"
+    assert config.workspace_roots == ("/srv/ws", "/srv/other")
+    assert config.archive_root == "/srv/ws/archives"
+    assert config.get("longrun", "progress_every") == timedelta(hours=1, minutes=30)
+    assert config.delivery_channels[0].timeout == timedelta(seconds=5)
+    jobs = {j.name: j for j in config.periodic_jobs}
+    # Setting cron on the built-in job replaces its every; the task is kept.
+    assert (jobs["liveness"].task, jobs["liveness"].every, jobs["liveness"].cron) == (
+        "xworkmate.liveness", None, "*/5 * * * *",
+    )
+    assert jobs["nightly.report"].enabled is False
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[nope]\nx = 1", "nope: unknown section"),
+        ("[service]\ncolour = 'red'", "service.colour: unknown key (known: language_code"),
+        ("service = 3", "service: must be a table ([service])"),
+        ("[service]\nlanguage_code = 'fr'", "service.language_code: must be one of zh-hans, en (got 'fr')"),
+        ("[service]\ntime_zone = 'Mars/Olympus'", "service.time_zone: 'Mars/Olympus' is not an IANA time zone"),
+        ("[plans]\ntime_zone = ''", "plans.time_zone: '' is not an IANA time zone"),
+        ("[service]\ndebug = 'yes'", "service.debug: must be true or false (got 'yes')"),
+        ("[service]\nallowed_hosts = []", "service.allowed_hosts: must list at least one entry"),
+        ("[service]\nallowed_hosts = ['a', 3]", "service.allowed_hosts: must be a list of non-empty strings"),
+        ("[service]\nadmin_username = ' '", "service.admin_username: must not be empty"),
+        ("[service]\nsecret_key = 5", "service.secret_key: must be a string (got 5)"),
+        ("[database]\nurl = 'mysql://x/y'", "database.url: must be a URL with scheme sqlite://, postgres://, postgresql:// (got 'mysql')"),
+        ("[database]\nurl = 'postgresql://host:5432'", "database.url: must name the database"),
+        ("[broker]\nurl = 'kafka://x'", "broker.url: must be a URL with scheme filesystem://"),
+        ("[gateway]\nmax_body_bytes = 10", "gateway.max_body_bytes: must be an integer >= 1024 (got 10)"),
+        ("[artifacts]\nmax_files = 0", "artifacts.max_files: must be an integer >= 1 (got 0)"),
+        ("[artifacts]\nmax_files = true", "artifacts.max_files: must be an integer >= 1 (got true)"),
+        ("[artifacts]\nmax_inline_bytes = 1.5", "artifacts.max_inline_bytes: must be an integer >= 0 (got 1.5)"),
+        ("[artifacts]\nscan_shared_media_roots = 1", "artifacts.scan_shared_media_roots: must be true or false"),
+        ("[workspace]\nroots = '~/ws'", "workspace.roots: must be a list of non-empty strings (got '~/ws')"),
+        ("[longrun]\nprogress_every = '5 min'", "longrun.progress_every: '5 min' is not a duration like 90s"),
+        ("[longrun]\nidle = '0s'", "longrun.idle: '0s' must be longer than zero"),
+        ("[longrun]\nstale = 10", "longrun.stale: must be a string (got 10)"),
+        ("[longrun]\nblocked_after_failures = 0", "longrun.blocked_after_failures: must be an integer >= 1"),
+        ("[longrun]\ntrigger_phrases = []", "longrun.trigger_phrases: must list at least one entry"),
+        ("[[delivery.channels]]\nurl = 'https://x.org'", "delivery.channels[0].name: required"),
+        ("[[delivery.channels]]\nname = 'a'\nurl = 'ftp://x'", "delivery.channels[0].url: must be an http:// or https:// URL"),
+        ("[[delivery.channels]]\nname = 'a'\nurl = 'https://x'\nkind = 'sms'", "delivery.channels[0].kind: must be one of webhook (got 'sms')"),
+        ("[[delivery.channels]]\nname = 'a'\nurl = 'https://x'\ncolour = 1", "delivery.channels[0].colour: unknown key"),
+        ("[[delivery.channels]]\nname = 'a'\nurl = 'https://x'\n[[delivery.channels]]\nname = 'a'\nurl = 'https://y'", "delivery.channels[1].name: duplicate channel name 'a'"),
+        ("[delivery]\nfoo = 1", "delivery: must contain only [[delivery.channels]] entries"),
+        ("[[periodic_jobs]]\nname = 'x'\nevery = '1m'", "periodic_jobs[x].task: required"),
+        ("[[periodic_jobs]]\ntask = 'a.b'\nevery = '1m'", "periodic_jobs[0].name: required"),
+        ("[[periodic_jobs]]\nname = 'Bad Name'\ntask = 'a.b'\nevery = '1m'", "periodic_jobs[0].name: must be lowercase letters"),
+        ("[[periodic_jobs]]\nname = 'x'\ntask = 'a.b'", "periodic_jobs[x]: set exactly one of every or cron"),
+        ("[[periodic_jobs]]\nname = 'x'\ntask = 'a.b'\nevery = '1m'\ncron = '* * * * *'", "periodic_jobs[x]: set exactly one of every or cron"),
+        ("[[periodic_jobs]]\nname = 'x'\ntask = 'nodots'\nevery = '1m'", "periodic_jobs[x].task: must be a dotted Celery task name"),
+        ("[[periodic_jobs]]\nname = 'x'\ntask = 'a.b'\nevery = '1 minute'", "periodic_jobs[0].every: '1 minute' is not a duration"),
+        ("[[periodic_jobs]]\nname = 'x'\ntask = 'a.b'\ncron = '61 * * * *'", "periodic_jobs[0].cron: is not a valid cron expression"),
+        ("[[periodic_jobs]]\nname = 'x'\ntask = 'a.b'\ncron = '* * *'", "periodic_jobs[0].cron: must have 5 fields"),
+        ("[[periodic_jobs]]\nname = 'x'\ntask = 'a.b'\nevery = '1m'\n[[periodic_jobs]]\nname = 'x'\ntask = 'a.c'\nevery = '1m'", "periodic_jobs[1].name: duplicate job name 'x'"),
+        ("periodic_jobs = 3", "periodic_jobs: must be an array of tables"),
+    ],
+)
+def test_it_names_the_key_and_rule_of_every_problem(text, expected):
+    found = problems(text)
+    assert any(p.startswith(expected) for p in found), found
+
+
+def test_it_reports_every_problem_at_once():
+    found = problems("[service]\ndebug = 1\n[artifacts]\nmax_files = -1\n[longrun]\nidle = 'x'")
+    assert [p.split(":")[0] for p in found] == [
+        "service.debug", "artifacts.max_files", "longrun.idle",
+    ]
+
+
+def test_it_names_the_file_in_syntax_and_missing_file_errors(tmp_path):
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[service\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=rf"^{broken}: not valid TOML"):
+        load_config(broken, env={}, cwd=tmp_path)
+    with pytest.raises(ConfigError, match="XWORKMATE_CONFIG: config file not found: /nope.toml"):
+        load_config(env={"XWORKMATE_CONFIG": "/nope.toml"}, cwd=tmp_path)
+
+
+def test_it_finds_the_file_from_env_then_cwd_then_defaults(tmp_path):
+    assert load_config(env={}, cwd=tmp_path).source == "built-in defaults"
+    (tmp_path / "xworkmate.toml").write_text("[service]\ndebug = true\n", encoding="utf-8")
+    assert load_config(env={}, cwd=tmp_path).get("service", "debug") is True
+    other = tmp_path / "other.toml"
+    other.write_text("", encoding="utf-8")
+    from_env = load_config(env={"XWORKMATE_CONFIG": str(other)}, cwd=tmp_path)
+    assert from_env.source == str(other) and from_env.get("service", "debug") is False
+
+
+def test_it_resolves_the_data_home(tmp_path):
+    assert load_config(env={}, cwd=tmp_path).home == tmp_path / "var"
+    assert load_config(env={"XWORKMATE_HOME": "data"}, cwd=tmp_path).home == tmp_path / "data"
+    assert load_config(env={"XWORKMATE_HOME": "/srv/x"}, cwd=tmp_path).home == Path("/srv/x")
+
+
+ENV = {
+    "DATABASE_URL": "postgresql://app:pw@db/xw",
+    "CELERY_BROKER_URL": "redis://:rpw@cache:6379/0",
+    "XWORKMATE_ARTIFACT_REF_SIGNING_SECRET": "from-env",
+    "SECRET_KEY": "django-from-env",
+}
+
+
+def test_it_takes_urls_and_secrets_from_the_environment():
+    config = parse("", ENV)
+    assert config.database_url == "postgresql://app:pw@db/xw"
+    assert config.broker_url == "redis://:rpw@cache:6379/0"
+    assert config.get("artifacts", "ref_signing_secret") == "from-env"
+    assert config.get("service", "secret_key") == "django-from-env"
+    assert config.from_env == {
+        "database.url", "broker.url", "artifacts.ref_signing_secret", "service.secret_key",
+    }
+
+
+def test_the_file_wins_over_the_environment_d_a10():
+    config = parse('[artifacts]\nref_signing_secret = "from-file"\n', ENV)
+    assert config.get("artifacts", "ref_signing_secret") == "from-file"
+    assert "artifacts.ref_signing_secret" not in config.from_env
+
+
+def test_it_validates_values_from_the_environment_and_says_so():
+    found = problems("", {"DATABASE_URL": "mysql://x/y"})
+    assert found[0].startswith("database.url (from DATABASE_URL): must be a URL with scheme")
+
+
+def test_it_masks_secrets_when_showing_the_config():
+    config = parse('[[delivery.channels]]\nname = "a"\nurl = "https://x.org"\nsecret = "s3"\n', ENV)
+    shown = effective_config(config)
+    text = repr(shown)
+    for secret in ("pw", "rpw", "from-env", "django-from-env", "s3"):
+        assert f"'{secret}'" not in text and f":{secret}@" not in text
+    assert shown["database"]["url"] == f"postgresql://app:{MASK}@db/xw"
+    assert shown["broker"]["effective_url"] == f"redis://:{MASK}@cache:6379/0"
+    assert shown["artifacts"]["ref_signing_secret"] == MASK
+    assert shown["service"]["secret_key"] == MASK
+    assert shown["delivery"]["channels"][0]["secret"] == MASK
+    assert shown["longrun"]["progress_every"] == "3m"
+    unmasked = effective_config(config, mask_secrets=False)
+    assert unmasked["artifacts"]["ref_signing_secret"] == "from-env"
+    # An empty secret stays visibly empty rather than pretending to be set.
+    assert effective_config(parse(""))["artifacts"]["ref_signing_secret"] == ""
+
+
+def test_durations_round_trip_through_the_shown_config():
+    config = parse('[longrun]\nstale = "1h30m15s"\n')
+    shown = effective_config(config)["longrun"]["stale"]
+    assert parse_duration(shown) == config.get("longrun", "stale")
