@@ -56,6 +56,9 @@ def next_fire_after(job: PeriodicJob, moment: datetime) -> datetime:
         day_of_month=dom,
         month_of_year=month,
         day_of_week=dow,
+        # Celery measures "remaining" from its own clock; pin that clock to
+        # `moment` so the answer depends on the arguments only.
+        nowfun=lambda: moment,
     )
     return moment + schedule.remaining_estimate(moment)
 

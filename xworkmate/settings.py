@@ -34,6 +34,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "xworkmate",
     "artifacts",
     "plans",
@@ -126,6 +127,11 @@ SPECTACULAR_SETTINGS = {
         "securitySchemes": {"ApiKey": {"type": "http", "scheme": "bearer"}},
     },
     "SECURITY": [{"ApiKey": []}],
+    # Serve Swagger UI from the installed package: the docs page must work
+    # on machines without internet access.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- Celery -----------------------------------------------------------------

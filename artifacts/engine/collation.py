@@ -15,9 +15,7 @@ import unicodedata
 __all__ = ["collation_key"]
 
 # CLDR root order of the ASCII characters that are not completely ignorable.
-_ROOT_ORDER = (
-    "\t\n\v\f\r _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$0123456789abcdefghijklmnopqrstuvwxyz"
-)
+_ROOT_ORDER = "\t\n\v\f\r _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$0123456789abcdefghijklmnopqrstuvwxyz"
 _PRIMARY: dict[int, str] = {}
 _TERTIARY: dict[int, str] = {}
 for _weight, _char in enumerate(_ROOT_ORDER, start=1):

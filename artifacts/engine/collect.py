@@ -90,7 +90,9 @@ def collect_candidates(
             entries = _scan_sorted(path)
         except OSError as error:
             message = node_fs_error_message(error, "scandir", path)
-            warnings.append(f"cannot read {safe_display_path(relative_root, path)}: Error: {message}")
+            warnings.append(
+                f"cannot read {safe_display_path(relative_root, path)}: Error: {message}"
+            )
             return
         stack.append(_Frame(path, relative_parts(relative_root, real), real, iter(entries)))
 

@@ -154,6 +154,8 @@ def digest_fd(fd: int, size_hint: int, *, inline_limit: int | None) -> FileDiges
         if len(data) <= inline_limit:
             sha256, encoded = _hash_and_encode(data)
             return FileDigest(size_bytes=len(data), sha256=sha256, content=encoded)
-        return FileDigest(size_bytes=len(data), sha256=hashlib.sha256(data).hexdigest(), content=None)
+        return FileDigest(
+            size_bytes=len(data), sha256=hashlib.sha256(data).hexdigest(), content=None
+        )
     size, sha256 = _stream_sha256(fd)
     return FileDigest(size_bytes=size, sha256=sha256, content=None)

@@ -42,13 +42,13 @@ from .scope import (
 )
 from .settings import DEFAULT_MAX_FILES, DEFAULT_MAX_INLINE_BYTES, ArtifactSettings
 
-__all__ = ["export_artifacts", "expected_dir_status", "list_artifacts"]
+__all__ = ["expected_dir_status", "export_artifacts", "list_artifacts"]
 
 NOT_PREPARED_WARNING = "artifact scope is not prepared for this task run"
 
 
 def _param(params: Mapping[str, object], key: str) -> object:
-    return params[key] if key in params else ABSENT
+    return params.get(key, ABSENT)
 
 
 def _has_bad_ext_char(extension: str) -> bool:

@@ -12,8 +12,13 @@ from dataclasses import dataclass
 
 from .export import expected_dir_status
 from .paths import normalize_expected_artifact_dirs, resolve_workspace_root
-from .scope import TaskIdentity, create_scope_directory, read_identity, requested_scope
-from .scope import scope_root_for
+from .scope import (
+    TaskIdentity,
+    create_scope_directory,
+    read_identity,
+    requested_scope,
+    scope_root_for,
+)
 from .settings import ArtifactSettings
 
 __all__ = ["PreparePlan", "prepare_artifact_scope", "validate_prepare_params"]

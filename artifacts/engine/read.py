@@ -57,7 +57,7 @@ class _Target:
 def _resolve_target(params: Mapping[str, object], settings: ArtifactSettings) -> _Target:
     identity = read_identity(params)
     max_inline_bytes = non_negative_integer(
-        params["maxInlineBytes"] if "maxInlineBytes" in params else ABSENT,
+        params.get("maxInlineBytes", ABSENT),
         "maxInlineBytes",
         settings.max_inline_bytes,
         DEFAULT_MAX_INLINE_BYTES,

@@ -140,7 +140,9 @@ def verify_artifact_ref(ref: str, *, secret: str, workspace_root: str) -> RefPay
     payload = _decode_body(body)
     if payload.get("scopeKind") != "task":
         raise GatewayError(_INVALID)
-    relative_path = safe_input_relative_path(payload.get("relativePath"), "artifactRef relativePath")
+    relative_path = safe_input_relative_path(
+        payload.get("relativePath"), "artifactRef relativePath"
+    )
     artifact_scope = optional_artifact_scope(payload.get("artifactScope"))
     if not artifact_scope:
         raise GatewayError(_INVALID)

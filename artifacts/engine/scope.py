@@ -1,7 +1,8 @@
-"""Request validation shared by export, read, snapshot and prepare (§10 steps 1–6)."""
+"""Request validation shared by export, read, snapshot and prepare (§10 steps 1-6)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -64,10 +65,9 @@ def scope_root_for(workspace_root: str, scope: str) -> str:
 
 
 def _write_marker(dir_fd: int, created_ms: float) -> None:
-    try:
+    # The directory may exist from an agent's own writes; only the marker must be new.
+    with contextlib.suppress(FileExistsError):
         os.mkdir(".xworkmate", 0o777, dir_fd=dir_fd)
-    except FileExistsError:
-        pass  # an earlier run of the engine made it; the marker itself is checked below
     marker_dir = os.open(".xworkmate", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
     try:
         fd = os.open(

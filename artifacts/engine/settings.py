@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import tempfile
@@ -20,7 +21,7 @@ __all__ = [
 DEFAULT_MAX_FILES = 64
 DEFAULT_MAX_INLINE_BYTES = 10 * 1024 * 1024
 DEFAULT_WORKSPACE = "~/.openclaw/workspace"
-SIGNING_SECRET_ENV = "XWORKMATE_ARTIFACT_REF_SIGNING_SECRET"
+SIGNING_SECRET_ENV = "XWORKMATE_ARTIFACT_REF_SIGNING_SECRET"  # noqa: S105 (a variable name)
 
 
 def _default_tmp_dir() -> str:
@@ -74,10 +75,9 @@ def load_or_create_secret(path: str) -> str:
             handle.write(secrets.token_hex(32) + "\n")
             handle.flush()
             os.fsync(handle.fileno())
-        try:
+        # If another process won the race, its secret is the one everybody uses.
+        with contextlib.suppress(FileExistsError):
             os.link(temp_path, path)
-        except FileExistsError:
-            pass  # another process won the race; its secret is the one to use
     finally:
         os.unlink(temp_path)
     with open(path, encoding="utf-8") as handle:

@@ -40,9 +40,7 @@ from .settings import DEFAULT_MAX_FILES, ArtifactSettings
 
 __all__ = ["NO_SOURCES_WARNING", "collect_and_snapshot"]
 
-NO_SOURCES_WARNING = (
-    "no task-referenced source files supplied; shared media roots were not scanned"
-)
+NO_SOURCES_WARNING = "no task-referenced source files supplied; shared media roots were not scanned"
 _SNAPSHOT_DIR = "artifacts"
 _MAX_SUFFIX = 10000
 
@@ -57,12 +55,15 @@ class _Source:
 
 
 def _param(params: Mapping[str, object], key: str) -> object:
-    return params[key] if key in params else ABSENT
+    return params.get(key, ABSENT)
 
 
 def _staging_roots(settings: ArtifactSettings) -> list[str]:
     roots: list[str] = []
-    for configured in (settings.openclaw_media_dir or "~/.openclaw/media", settings.openclaw_tmp_dir):
+    for configured in (
+        settings.openclaw_media_dir or "~/.openclaw/media",
+        settings.openclaw_tmp_dir,
+    ):
         expanded = expand_user_path(configured)
         try:
             roots.append(os.path.realpath(expanded, strict=True))
@@ -98,9 +99,7 @@ def _accept_sources(
         )
         name = label_for_path(real_path)
         if root_index is None:
-            warnings.append(
-                f"skipped referenced source file outside managed staging roots: {name}"
-            )
+            warnings.append(f"skipped referenced source file outside managed staging roots: {name}")
             continue
         try:
             info = os.stat(real_path)
@@ -111,9 +110,7 @@ def _accept_sources(
         if not stat.S_ISREG(info.st_mode):
             warnings.append(f"skipped referenced source that is not a file: {name}")
             continue
-        accepted.append(
-            _Source(labels[root_index], real_path, name, info.st_dev, info.st_ino)
-        )
+        accepted.append(_Source(labels[root_index], real_path, name, info.st_dev, info.st_ino))
     return accepted
 
 
@@ -126,7 +123,9 @@ def _scan_staging_root(
     except FileNotFoundError:
         return []
     except OSError as error:
-        warnings.append(f"cannot read {label}: Error: {node_fs_error_message(error, 'realpath', root)}")
+        warnings.append(
+            f"cannot read {label}: Error: {node_fs_error_message(error, 'realpath', root)}"
+        )
         return []
     found: list[tuple[float, str, _Source]] = []
     pending = [source_root]
@@ -143,7 +142,9 @@ def _scan_staging_root(
         subdirs: list[str] = []
         for entry in entries:
             if entry.is_symlink():
-                warnings.append(f"skipped symlink {label}/{safe_display_path(source_root, entry.path)}")
+                warnings.append(
+                    f"skipped symlink {label}/{safe_display_path(source_root, entry.path)}"
+                )
             elif entry.is_dir(follow_symlinks=False):
                 subdirs.append(entry.path)
             elif entry.is_file(follow_symlinks=False):
@@ -156,7 +157,11 @@ def _scan_staging_root(
                     warnings.append(f"skipped path outside {label}: {entry.name}")
                     continue
                 found.append(
-                    (changed, relative, _Source(label, entry.path, relative, info.st_dev, info.st_ino))
+                    (
+                        changed,
+                        relative,
+                        _Source(label, entry.path, relative, info.st_dev, info.st_ino),
+                    )
                 )
         # Depth first in sorted order: push the sub-directories reversed.
         pending.extend(reversed(subdirs))
@@ -270,9 +275,11 @@ def collect_and_snapshot(
     copied: list[str] = []
     source_files = params.get("sourceFiles")
     plan: list[tuple[str, _Source]] = []
-    if isinstance(source_files, list) and source_files or not settings.scan_shared_media_roots:
+    if (isinstance(source_files, list) and source_files) or not settings.scan_shared_media_roots:
         sources = _accept_sources(
-            source_files if isinstance(source_files, list) else [], _staging_roots(settings), warnings
+            source_files if isinstance(source_files, list) else [],
+            _staging_roots(settings),
+            warnings,
         )
         plan = [(f"{safe_scope_segment(s.label)}/{s.relative_path}", s) for s in sources]
         if not sources:
@@ -286,7 +293,9 @@ def collect_and_snapshot(
 
     for destination, source in plan:
         if len(copied) >= max_files:
-            warnings.append(f"snapshot file limit reached; skipped remaining files after {max_files}")
+            warnings.append(
+                f"snapshot file limit reached; skipped remaining files after {max_files}"
+            )
             break
         try:
             placed = _snapshot_one(workspace_root, snapshot_relative, source, destination)

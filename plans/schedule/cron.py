@@ -53,7 +53,7 @@ _ILLEGAL_WEEKDAY = re.compile(r"[^/*0-9,\-#Ll]")
 _ILLEGAL_OTHER = re.compile(r"[^/*0-9,\-]")
 
 # croner replaces names with plain regex replaces, in this order, case-insensitively
-# (ASCII only: JavaScript's /i without the u flag does not fold "ſ" to "s").
+# (ASCII only: JavaScript's /i without the u flag does not fold the long s, U+017F, to "s").
 _MONTH_NAMES = tuple(
     (re.compile(name, re.IGNORECASE | re.ASCII), str(number))
     for number, name in enumerate(

@@ -28,8 +28,16 @@ import re
 from collections.abc import Mapping
 from functools import lru_cache
 
-from ._time import MAX_MS, MIN_MS, days_from_civil, days_in_month, from_wall, ms_to_iso
-from ._time import resolve_zone, to_wall
+from ._time import (
+    MAX_MS,
+    MIN_MS,
+    days_from_civil,
+    days_in_month,
+    from_wall,
+    ms_to_iso,
+    resolve_zone,
+    to_wall,
+)
 from .cron import CronPattern, parse_cron
 from .errors import ScheduleError
 
@@ -66,8 +74,13 @@ _DIGITS_RE = re.compile(r"[0-9]+")
 
 
 # --------------------------------------------------------------------------- helpers
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+def _finite(value: object) -> int | float | None:
+    """The value when it is a finite JSON number (not a bool), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 def _kind(schedule: Mapping[str, object]) -> str:
@@ -161,8 +174,9 @@ def resolve_stagger_ms(schedule: Mapping[str, object]) -> int:
 
 def _explicit_stagger(raw: object) -> int | None:
     # normalizeCronStaggerMs: numbers and numeric strings, floored, never negative.
-    if _is_number(raw):
-        numeric = float(raw)  # type: ignore[arg-type]
+    number = _finite(raw)
+    if number is not None:
+        numeric = float(number)
     elif isinstance(raw, str) and raw.strip():
         try:
             numeric = float(raw.strip())
@@ -227,16 +241,23 @@ def _cron_next_ms(pattern: CronPattern, zone_name: str, now_ms: int) -> int | No
     return None
 
 
+def _every_ms(schedule: Mapping[str, object]) -> int:
+    # OpenClaw floors everyMs and never lets it drop below 1 ms.
+    raw = schedule.get("everyMs")
+    number = _finite(raw)
+    if number is None:
+        raise ScheduleError(f"invalid schedule.everyMs: expected a number (got {raw!r})")
+    return max(1, math.floor(number))
+
+
 def _every_next_ms(schedule: Mapping[str, object], now_ms: int) -> int:
-    every_raw = schedule.get("everyMs")
-    if not _is_number(every_raw) or not math.isfinite(float(every_raw)):  # type: ignore[arg-type]
-        raise ScheduleError(f"invalid schedule.everyMs: expected a number (got {every_raw!r})")
-    every = max(1, math.floor(every_raw))  # type: ignore[call-overload]
+    every = _every_ms(schedule)
     anchor_raw = schedule.get("anchorMs")
+    anchor_number = _finite(anchor_raw)
     if anchor_raw is None:
         anchor = now_ms
-    elif _is_number(anchor_raw) and math.isfinite(float(anchor_raw)):  # type: ignore[arg-type]
-        anchor = max(0, math.floor(anchor_raw))  # type: ignore[call-overload]
+    elif anchor_number is not None:
+        anchor = max(0, math.floor(anchor_number))
     else:
         raise ScheduleError(f"invalid schedule.anchorMs: expected a number (got {anchor_raw!r})")
     if now_ms < anchor:
@@ -316,7 +337,7 @@ def next_runs(
     runs: list[int] = []
     current = first
     if kind == "every":
-        every = max(1, math.floor(schedule["everyMs"]))  # type: ignore[call-overload]
+        every = _every_ms(schedule)
         while current is not None and len(runs) < count:
             runs.append(current)
             current = current + every if current + every <= MAX_MS else None
@@ -366,28 +387,25 @@ def validate_schedule(
         return
     if kind == "every":
         every = schedule.get("everyMs")
-        if not _is_integral(every) or int(every) < max(1, min_every_ms):  # type: ignore[call-overload]
+        every_number = _finite(every)
+        minimum = max(1, min_every_ms)
+        if every_number is None or every_number % 1 or every_number < minimum:
             raise ScheduleError(
-                "invalid schedule.everyMs: expected an integer >= "
-                f"{max(1, min_every_ms)} (got {every!r})"
+                f"invalid schedule.everyMs: expected an integer >= {minimum} (got {every!r})"
             )
         anchor = schedule.get("anchorMs")
-        if anchor is not None and not (
-            _is_integral(anchor) and 0 <= int(anchor) <= MAX_MS  # type: ignore[call-overload]
+        anchor_number = _finite(anchor)
+        if anchor is not None and (
+            anchor_number is None or anchor_number % 1 or not 0 <= anchor_number <= MAX_MS
         ):
             raise ScheduleError(
                 f"invalid schedule.anchorMs: expected an integer >= 0 (got {anchor!r})"
             )
         return
-    pattern, zone_name = _cron_parts(schedule, host_tz)
+    _, zone_name = _cron_parts(schedule, host_tz)  # croner's pattern errors come first
     resolve_zone(zone_name)
     stagger = schedule.get("staggerMs")
-    if stagger is not None and not (
-        _is_number(stagger) and math.isfinite(float(stagger)) and float(stagger) >= 0  # type: ignore[arg-type]
-    ):
+    stagger_number = _finite(stagger)
+    if stagger is not None and (stagger_number is None or stagger_number < 0):
         raise ScheduleError(f"invalid schedule.staggerMs: expected a number >= 0 (got {stagger!r})")
-    del pattern  # parsed for its errors only; "never fires" is not an error (no next run)
 
-
-def _is_integral(value: object) -> bool:
-    return _is_number(value) and math.isfinite(float(value)) and float(value).is_integer()  # type: ignore[arg-type]
