@@ -9,6 +9,7 @@ says so: a half-running service is worse than a stopped one.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -90,9 +91,15 @@ class Supervisor:
             )
             print(f"xworkmate: started {name} (pid {self.children[name].pid})", flush=True)
         failed: str | None = None
+        parent = os.getppid()
         while not self.stop_requested and failed is None:
             time.sleep(0.3)
             failed = next((n for n, p in self.children.items() if p.poll() is not None), None)
+            # If whoever started us (make, a shell) was killed, we were
+            # re-parented: stop too rather than leave an orphaned service.
+            if os.getppid() != parent:
+                print("xworkmate: parent process is gone; stopping", flush=True)
+                self.stop_requested = True
         if failed:
             code = self.children[failed].returncode
             print(f"xworkmate: {failed} exited with code {code}; stopping the rest", flush=True)
