@@ -10,8 +10,8 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest

@@ -12,7 +12,7 @@ from pathlib import Path
 os.environ.setdefault("XWORKMATE_HOME", tempfile.mkdtemp(prefix="xworkmate-test-"))
 os.environ.setdefault("XWORKMATE_CONFIG", str(Path(__file__).with_name("xworkmate.test.toml")))
 
-from xworkmate.settings import *  # noqa: E402, F403
+from xworkmate.settings import *  # noqa: F403
 
 # Hashing the admin password with PBKDF2 would dominate the unit tests' time.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

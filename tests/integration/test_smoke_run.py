@@ -17,7 +17,7 @@ from tests.integration.conftest import free_port, wait_for
 
 def _get(url: str) -> int:
     try:
-        with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 (local URL)
+        with urllib.request.urlopen(url, timeout=5) as response:
             return int(response.status)
     except urllib.error.HTTPError as exc:
         return exc.code

@@ -9,7 +9,8 @@ from django.db import connection
 from django.urls import get_resolver
 from django.utils import timezone
 
-from tests.conftest import ApiClient, manage as _manage
+from tests.conftest import ApiClient
+from tests.conftest import manage as _manage
 from xworkmate.models import ApiKey
 from xworkmate.policies import scope_allows
 from xworkmate.services import ApiKeyError, api_key_create, api_key_revoke, api_key_touch
