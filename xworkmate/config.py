@@ -514,7 +514,7 @@ def _build_channels(raw: object, problems: list[str]) -> tuple[DeliveryChannel, 
         if checked is None:
             continue
         for required in ("name", "url"):
-            if required not in checked and required not in (item or {}):
+            if required not in item:  # present but invalid was reported by _check_table
                 problems.append(f"{where}.{required}: required")
         name = checked.get("name")
         if name in seen:

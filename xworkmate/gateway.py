@@ -17,21 +17,23 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from xworkmate.lib.errors import ConflictError, GatewayError
 from xworkmate.models import ApiKey
 
-
-class GatewayError(Exception):
-    code = "INVALID_REQUEST"
-    http_status = 400
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-
-class ConflictError(GatewayError):
-    code = "CONFLICT"
-    http_status = 409
+__all__ = [
+    "ConflictError",
+    "GatewayCall",
+    "GatewayError",
+    "GatewayMethod",
+    "UnknownMethodError",
+    "body_too_large",
+    "get_method",
+    "parse_body",
+    "register_method",
+    "registered_methods",
+    "split_envelope",
+    "unregister_method",
+]
 
 
 class UnknownMethodError(GatewayError):
