@@ -248,6 +248,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
     "plans": {
         "archive_root": Key("", _check_str, doc="empty = <default workspace>/archives"),
         "time_zone": Key("Asia/Shanghai", _check_time_zone, doc="zone of schedules without tz"),
+        "min_every": Key(
+            timedelta(seconds=1), _check_duration, doc="smallest everyMs a schedule may use"
+        ),
         "confirmation_phrases": Key(
             (
                 "确认",

@@ -53,6 +53,7 @@ EXPECTED_DEFAULTS = {
     ("artifacts", "openclaw_tmp_dir"): "",
     ("plans", "archive_root"): "",
     ("plans", "time_zone"): "Asia/Shanghai",
+    ("plans", "min_every"): timedelta(seconds=1),
     ("plans", "confirmation_phrases"): (
         "确认", "确认创建", "确认执行", "可以创建定时任务了", "按这个建 Cron", "按这个建Cron",
         "同意", "就这样",

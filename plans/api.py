@@ -1,0 +1,93 @@
+"""REST endpoints of the plans app."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.conf import settings
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from plans.schedule import ScheduleError, ms_to_iso
+from plans.selectors import MAX_PREVIEW_RUNS, schedule_preview
+from xworkmate.api_errors import error_body
+from xworkmate.auth import HasScope
+
+
+class SchedulePreviewApi(APIView):
+    """`POST /api/plans/schedule-preview`: the next fire times of a schedule."""
+
+    permission_classes = [HasScope]
+    required_scope = "plans:read"
+
+    class InputSerializer(serializers.Serializer[Any]):
+        schedule = serializers.DictField(
+            help_text='{"kind": "cron", "expr": "30 2 * * *", "tz": "America/New_York"}, '
+            '{"kind": "every", "everyMs": 3600000, "anchorMs": ...} or '
+            '{"kind": "at", "at": "2026-12-01T09:00:00+08:00"}'
+        )
+        afterMs = serializers.IntegerField(
+            required=False, min_value=0, help_text="epoch ms; default now"
+        )
+        count = serializers.IntegerField(default=10, min_value=1, max_value=MAX_PREVIEW_RUNS)
+        jobId = serializers.CharField(
+            required=False, max_length=200, help_text="job id for the top-of-hour stagger"
+        )
+        hostTz = serializers.CharField(
+            required=False, help_text="zone of a cron schedule without tz; default plans.time_zone"
+        )
+
+    class RunSerializer(serializers.Serializer[Any]):
+        ms = serializers.IntegerField()
+        iso = serializers.CharField(help_text="UTC, milliseconds, Z")
+
+    @extend_schema(
+        operation_id="plans_schedule_preview",
+        summary="Preview the next runs of a schedule",
+        description=(
+            "Scope: `plans:read`. Times follow OpenClaw's scheduler (croner 10), DST included."
+        ),
+        request=InputSerializer,
+        responses={
+            200: inline_serializer(
+                "SchedulePreview",
+                {"runs": serializers.ListField(child=RunSerializer())},
+            ),
+            400: OpenApiResponse(description="INVALID_SCHEDULE or INVALID_REQUEST"),
+            401: OpenApiResponse(description="missing, unknown or revoked API key"),
+            403: OpenApiResponse(description="API key lacks plans:read"),
+        },
+        examples=[
+            OpenApiExample(
+                "cron",
+                request_only=True,
+                value={
+                    "schedule": {"kind": "cron", "expr": "30 2 * * *", "tz": "America/New_York"},
+                    "afterMs": 1772870400000,
+                    "count": 2,
+                },
+            )
+        ],
+        tags=["plans"],
+    )
+    def post(self, request: Request) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        params = data.validated_data
+        config = settings.XWORKMATE
+        try:
+            runs = schedule_preview(
+                schedule=params["schedule"],
+                after_ms=params.get("afterMs", int(time.time() * 1000)),
+                count=params["count"],
+                host_tz=params.get("hostTz") or config.get("plans", "time_zone"),
+                min_every_ms=int(config.get("plans", "min_every").total_seconds() * 1000),
+                job_id=params.get("jobId"),
+            )
+        except ScheduleError as exc:
+            return Response(error_body("INVALID_SCHEDULE", str(exc), envelope=False), status=400)
+        return Response({"runs": [{"ms": ms, "iso": ms_to_iso(ms)} for ms in runs]})

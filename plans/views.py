@@ -1,0 +1,102 @@
+"""Admin pages of the plans app that are not model pages: the schedule preview."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from django import forms
+from django.conf import settings
+from django.contrib import admin
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils import translation
+from django.utils.translation import gettext_lazy as _
+
+from plans.schedule import ScheduleError, describe_schedule, ms_to_iso
+from plans.selectors import MAX_PREVIEW_RUNS, schedule_preview
+from xworkmate.lib.durations import DURATION_RULE, DurationError, parse_duration
+
+
+class SchedulePreviewForm(forms.Form):
+    kind = forms.ChoiceField(
+        label=_("kind"),
+        choices=[("cron", "cron"), ("every", "every"), ("at", "at")],
+    )
+    expr = forms.CharField(label=_("cron expression"), required=False, initial="30 2 * * *")
+    tz = forms.CharField(label=_("time zone"), required=False, help_text=_("IANA name"))
+    every = forms.CharField(
+        label=_("every"), required=False, help_text=_("a duration like 90s, 3m, 2h or 1h30m")
+    )
+    at = forms.CharField(label=_("at"), required=False, help_text="2026-12-01T09:00:00+08:00")
+    count = forms.IntegerField(label=_("runs"), min_value=1, max_value=MAX_PREVIEW_RUNS, initial=10)
+
+    def clean_every(self) -> str:
+        value: str = self.cleaned_data.get("every", "")
+        if value and self.data.get("kind") == "every":
+            try:
+                parse_duration(value)
+            except DurationError as exc:
+                raise forms.ValidationError(f"every: {exc}") from exc
+        return value
+
+    def schedule(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        kind = data["kind"]
+        if kind == "cron":
+            out: dict[str, Any] = {"kind": "cron", "expr": data["expr"]}
+            if data["tz"]:
+                out["tz"] = data["tz"]
+            return out
+        if kind == "every":
+            if not data["every"]:
+                raise ScheduleError(f"every: required, {DURATION_RULE}")
+            millis = int(parse_duration(data["every"]).total_seconds() * 1000)
+            return {"kind": "every", "everyMs": millis, "anchorMs": _now_ms()}
+        return {"kind": "at", "at": data["at"]}
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def schedule_preview_view(request: HttpRequest) -> HttpResponse:
+    """Type a schedule, see what it means and when it fires (GET: bookmarkable)."""
+    form = SchedulePreviewForm(request.GET or None)
+    context: dict[str, Any] = {
+        **admin.site.each_context(request),
+        "title": _("Schedule preview"),
+        "form": form,
+    }
+    config = settings.XWORKMATE
+    host_tz = config.get("plans", "time_zone")
+    if form.is_bound and form.is_valid():
+        lang = "zh" if (translation.get_language() or "").startswith("zh") else "en"
+        try:
+            schedule = form.schedule()
+            description = describe_schedule(schedule, lang=lang, host_tz=host_tz)
+            runs = schedule_preview(
+                schedule=schedule,
+                after_ms=_now_ms(),
+                count=form.cleaned_data["count"],
+                host_tz=host_tz,
+                min_every_ms=int(config.get("plans", "min_every").total_seconds() * 1000),
+            )
+        except ScheduleError as exc:
+            context["error"] = str(exc)
+        else:
+            zone = ZoneInfo(str(schedule.get("tz") or host_tz))
+            context["description"] = description
+            context["zone"] = str(zone)
+            context["runs"] = [
+                {
+                    "iso": ms_to_iso(ms),
+                    "local": datetime.fromtimestamp(ms / 1000, UTC)
+                    .astimezone(zone)
+                    .strftime("%Y-%m-%d %H:%M:%S %Z"),
+                }
+                for ms in runs
+            ]
+    return render(request, "admin/plans/schedule_preview.html", context)
