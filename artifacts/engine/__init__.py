@@ -1,0 +1,50 @@
+"""Framework-free artifact engine of the xworkmate gateway (issue 3).
+
+One function per gateway method; each takes the request params (a JSON object) and an
+:class:`ArtifactSettings`, returns the exact payload dict, or raises
+:class:`GatewayError` (``code`` + contract ``message``).
+"""
+
+from .errors import ArtifactMissingError, ConflictError, GatewayError, node_fs_error_message
+from .export import export_artifacts, list_artifacts
+from .paths import artifact_scope_for, safe_scope_segment, task_session_scope_for
+from .prepare import PreparePlan, prepare_artifact_scope, validate_prepare_params
+from .read import OpenedArtifact, open_artifact_by_ref, read_artifact
+from .refs import RefPayload, sign_artifact_ref, verify_artifact_ref
+from .settings import ArtifactSettings
+from .snapshot import collect_and_snapshot
+from .tool import (
+    TOOL_DEFINITION,
+    ToolContext,
+    apply_trusted_scope,
+    format_manifest_markdown,
+    tool_execute,
+)
+
+__all__ = [
+    "TOOL_DEFINITION",
+    "ArtifactMissingError",
+    "ArtifactSettings",
+    "ConflictError",
+    "GatewayError",
+    "OpenedArtifact",
+    "PreparePlan",
+    "RefPayload",
+    "ToolContext",
+    "apply_trusted_scope",
+    "artifact_scope_for",
+    "collect_and_snapshot",
+    "export_artifacts",
+    "format_manifest_markdown",
+    "list_artifacts",
+    "node_fs_error_message",
+    "open_artifact_by_ref",
+    "prepare_artifact_scope",
+    "read_artifact",
+    "safe_scope_segment",
+    "sign_artifact_ref",
+    "task_session_scope_for",
+    "tool_execute",
+    "validate_prepare_params",
+    "verify_artifact_ref",
+]

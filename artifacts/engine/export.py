@@ -1,0 +1,296 @@
+"""``xworkmate.artifacts.export`` and ``xworkmate.artifacts.list`` (§10, §13.3, §13.5)."""
+
+from __future__ import annotations
+
+import math
+import os
+import stat
+from collections.abc import Mapping
+
+from .coerce import (
+    ABSENT,
+    js_key_order,
+    js_number,
+    js_object_entries,
+    js_parse_int,
+    js_trim,
+    non_negative_integer,
+    non_negative_number,
+    optional_boolean,
+    optional_string,
+    positive_integer,
+)
+from .collation import collation_key
+from .collect import Candidate, collect_candidates
+from .content import content_type_for_path, digest_fd, label_for_path
+from .errors import ArtifactMissingError, GatewayError, node_fs_error_message
+from .ignore import load_artifact_ignore_rules
+from .paths import (
+    directory_exists,
+    normalize_expected_artifact_dirs,
+    open_file_beneath,
+    relative_parts,
+    resolve_workspace_root,
+)
+from .refs import sign_artifact_ref
+from .scope import (
+    create_scope_directory,
+    read_identity,
+    requested_scope,
+    scope_created_ms,
+    scope_root_for,
+)
+from .settings import DEFAULT_MAX_FILES, DEFAULT_MAX_INLINE_BYTES, ArtifactSettings
+
+__all__ = ["expected_dir_status", "export_artifacts", "list_artifacts"]
+
+NOT_PREPARED_WARNING = "artifact scope is not prepared for this task run"
+
+
+def _param(params: Mapping[str, object], key: str) -> object:
+    return params.get(key, ABSENT)
+
+
+def _has_bad_ext_char(extension: str) -> bool:
+    return "/" in extension or "\\" in extension or "\0" in extension
+
+
+def _strip_leading_dots(text: str) -> str:
+    return text.lstrip(".")
+
+
+def normalize_required_extensions(value: object) -> list[str]:
+    if not isinstance(value, list):
+        return []
+    result: list[str] = []
+    for entry in value:
+        extension = _strip_leading_dots(optional_string(entry).lower())
+        if extension and not _has_bad_ext_char(extension) and extension not in result:
+            result.append(extension)
+    return result
+
+
+def normalize_expected_file_counts(value: object) -> dict[str, int]:
+    if not isinstance(value, dict):
+        return {}
+    result: dict[str, int] = {}
+    for raw_extension, raw_count in js_object_entries(value):
+        extension = _strip_leading_dots(js_trim(str(raw_extension).lower()))
+        if not extension or _has_bad_ext_char(extension):
+            continue
+        if isinstance(raw_count, int | float) and not isinstance(raw_count, bool):
+            count = js_number(raw_count)
+        else:
+            count = js_parse_int(optional_string(raw_count))
+        if not math.isfinite(count) or count <= 0:
+            continue
+        result[extension] = math.floor(count)
+    return js_key_order(result)
+
+
+def _matches_required(relative_path: str, extensions: list[str]) -> bool:
+    lower = relative_path.lower()
+    return any(lower.endswith(f".{extension}") for extension in extensions)
+
+
+def expected_dir_status(workspace_root: str, dirs: list[str]) -> list[dict[str, object]]:
+    return [
+        {"relativePath": entry, "exists": directory_exists(os.path.join(workspace_root, entry))}
+        for entry in dirs
+    ]
+
+
+def _select(candidates: list[Candidate], required: list[str], limit: int) -> list[Candidate]:
+    """The first ``limit`` candidates in §10 step 11 order.
+
+    Sorting everything by the cheap numeric keys first, then collating only the prefix
+    that can reach the result (ties on the boundary included), gives exactly the order
+    of the full comparator sort without building a collation key for every file.
+    """
+
+    def primary(candidate: Candidate) -> tuple[int, float]:
+        rank = 0 if required and _matches_required(candidate.relative_path, required) else 1
+        return rank, -candidate.changed_at_ms
+
+    ordered = sorted(candidates, key=primary)
+    end = min(limit, len(ordered))
+    if 0 < end < len(ordered):
+        boundary = primary(ordered[end - 1])
+        while end < len(ordered) and primary(ordered[end]) == boundary:
+            end += 1
+    head = ordered[:end]
+    head.sort(key=lambda c: (*primary(c), collation_key(c.relative_path)))
+    return head[:limit]
+
+
+def _open_candidate(workspace_root: str, candidate: Candidate) -> int:
+    """Open a walked file; refuse it if it is no longer the inode the walk checked."""
+    relative = relative_parts(workspace_root, candidate.absolute_path)
+    vanished = FileNotFoundError(2, "No such file or directory")
+    try:
+        if relative is None:
+            raise vanished
+        fd = open_file_beneath(workspace_root, relative)
+    except OSError as error:
+        message = node_fs_error_message(error, "open", candidate.absolute_path)
+        if isinstance(error, FileNotFoundError):
+            raise ArtifactMissingError(message) from error
+        if error.errno in (20, 40):  # ENOTDIR, ELOOP: a path part became a symlink
+            raise ArtifactMissingError(
+                node_fs_error_message(vanished, "open", candidate.absolute_path)
+            ) from error
+        raise GatewayError(message) from error
+    info = os.fstat(fd)
+    if (info.st_dev, info.st_ino) != (candidate.device, candidate.inode) or not stat.S_ISREG(
+        info.st_mode
+    ):
+        # Replaced between walk and read: the file the walk approved has vanished.
+        os.close(fd)
+        raise ArtifactMissingError(node_fs_error_message(vanished, "open", candidate.absolute_path))
+    return fd
+
+
+def export_artifacts(
+    params: Mapping[str, object],
+    settings: ArtifactSettings,
+    *,
+    force_include_content: bool | None = None,
+) -> dict[str, object]:
+    """§10: the manifest of the task scope (with the expected-dir fallback)."""
+    identity = read_identity(params)
+    max_files = positive_integer(
+        _param(params, "maxFiles"), "maxFiles", settings.max_files, DEFAULT_MAX_FILES
+    )
+    max_inline_bytes = non_negative_integer(
+        _param(params, "maxInlineBytes"),
+        "maxInlineBytes",
+        settings.max_inline_bytes,
+        DEFAULT_MAX_INLINE_BYTES,
+    )
+    since_unix_ms = non_negative_number(_param(params, "sinceUnixMs"), "sinceUnixMs", 0)
+    include_content = (
+        force_include_content
+        if force_include_content is not None
+        else optional_boolean(params.get("includeContent"), True)
+    )
+    required = normalize_required_extensions(params.get("requiredArtifactExtensions"))
+    expected_counts = normalize_expected_file_counts(params.get("expectedFileCountByExtension"))
+    workspace_root = resolve_workspace_root(params, settings)
+    warnings: list[str] = []
+    expected_dirs = normalize_expected_artifact_dirs(params.get("expectedArtifactDirs"))
+    artifact_scope = requested_scope(params, identity)
+    scope_root = scope_root_for(workspace_root, artifact_scope)
+    # D-A6: every param is valid from here on; only now may anything be written.
+
+    scope_prepared = directory_exists(scope_root)
+    if not scope_prepared and since_unix_ms > 0:
+        create_scope_directory(workspace_root, scope_root)
+    effective_since = since_unix_ms
+    if scope_prepared and since_unix_ms > 0:
+        try:
+            effective_since = min(since_unix_ms, scope_created_ms(scope_root))
+        except OSError as error:
+            message = node_fs_error_message(error, "stat", scope_root)
+            warnings.append(f"Unable to read artifact scope timestamp: Error: {message}")
+
+    candidates: list[Candidate] = []
+    if directory_exists(scope_root):
+        rules = load_artifact_ignore_rules(scope_root, scope_root, workspace_root, warnings)
+        candidates = collect_candidates(
+            scan_root=scope_root,
+            relative_root=scope_root,
+            since_unix_ms=effective_since,
+            warnings=warnings,
+            ignore_rules=rules,
+        )
+    if not candidates and expected_dirs:
+        for entry in expected_dirs:
+            dir_path = os.path.join(workspace_root, entry.rstrip("/"))
+            if not directory_exists(dir_path):
+                continue
+            rules = load_artifact_ignore_rules(dir_path, workspace_root, workspace_root, warnings)
+            found = collect_candidates(
+                scan_root=dir_path,
+                relative_root=workspace_root,
+                since_unix_ms=effective_since,
+                warnings=warnings,
+                ignore_rules=rules,
+                exclude_task_scopes=True,
+            )
+            candidates.extend(found)
+    if not scope_prepared and not candidates:
+        warnings.append(NOT_PREPARED_WARNING)
+
+    selected = _select(candidates, required, max_files)
+    artifacts: list[dict[str, object]] = []
+    for candidate in selected:
+        fd = _open_candidate(workspace_root, candidate)
+        try:
+            digest = digest_fd(
+                fd,
+                candidate.size_bytes,
+                inline_limit=max_inline_bytes if include_content else None,
+            )
+        finally:
+            os.close(fd)
+        relative_path = candidate.relative_path
+        artifact: dict[str, object] = {
+            "relativePath": relative_path,
+            "label": label_for_path(relative_path),
+            "contentType": content_type_for_path(relative_path),
+            "sizeBytes": digest.size_bytes,
+            "sha256": digest.sha256,
+            "artifactRef": sign_artifact_ref(
+                secret=settings.signing_secret,
+                workspace_root=workspace_root,
+                session_scope=identity.session_scope,
+                run_scope=identity.expected_scope,
+                artifact_scope=artifact_scope,
+                relative_path=relative_path,
+                size_bytes=digest.size_bytes,
+                sha256=digest.sha256,
+                base=candidate.base,
+            ),
+            "scopeKind": "task",
+            "artifactScope": artifact_scope,
+        }
+        if digest.content is not None:
+            artifact["encoding"] = "base64"
+            artifact["content"] = digest.content
+        elif include_content:
+            warnings.append(f"{relative_path} exceeds maxInlineBytes and was not inlined")
+        artifacts.append(artifact)
+    if len(candidates) > max_files:
+        warnings.append(f"artifact limit reached; skipped remaining files after {max_files}")
+
+    exported = [str(artifact["relativePath"]).lower() for artifact in artifacts]
+    missing_extensions = [
+        extension
+        for extension in required
+        if not any(path.endswith(f".{extension}") for path in exported)
+    ]
+    missing_counts: dict[str, object] = {}
+    for extension, expected in expected_counts.items():
+        actual = sum(1 for path in exported if path.endswith(f".{extension}"))
+        if actual < expected:
+            missing_counts[extension] = {"expected": expected, "actual": actual}
+    return {
+        "runId": identity.run_id,
+        "sessionKey": identity.session_key,
+        "remoteWorkingDirectory": workspace_root,
+        "remoteWorkspaceRefKind": "remotePath",
+        "artifactScope": artifact_scope,
+        "scopeKind": "task",
+        "artifacts": artifacts,
+        "warnings": warnings,
+        "expectedArtifactDirs": expected_dirs,
+        "expectedArtifactDirStatus": expected_dir_status(workspace_root, expected_dirs),
+        "constraintSatisfied": not missing_extensions and not missing_counts,
+        "missingRequiredExtensions": missing_extensions,
+        "missingRequiredFileCounts": js_key_order(missing_counts),
+    }
+
+
+def list_artifacts(params: Mapping[str, object], settings: ArtifactSettings) -> dict[str, object]:
+    """§13.5: export with ``includeContent`` forced off."""
+    return export_artifacts(params, settings, force_include_content=False)

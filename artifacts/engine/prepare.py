@@ -1,0 +1,77 @@
+"""The artifact part of ``xworkmate.session.prepare`` (§13.1 step 4).
+
+The session mapping and the run record belong to the gateway app; it calls
+:func:`validate_prepare_params` before writing the mapping (D-A6: nothing is written
+for a request that will fail) and :func:`prepare_artifact_scope` afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .export import expected_dir_status
+from .paths import normalize_expected_artifact_dirs, resolve_workspace_root
+from .scope import (
+    TaskIdentity,
+    create_scope_directory,
+    read_identity,
+    requested_scope,
+    scope_root_for,
+)
+from .settings import ArtifactSettings
+
+__all__ = ["PreparePlan", "prepare_artifact_scope", "validate_prepare_params"]
+
+
+@dataclass(frozen=True)
+class PreparePlan:
+    identity: TaskIdentity
+    expected_dirs: list[str]
+    artifact_scope: str
+    workspace_root: str
+    scope_root: str
+
+
+def validate_prepare_params(
+    params: Mapping[str, object], settings: ArtifactSettings
+) -> PreparePlan:
+    """Every check of the artifact prepare, in the original's order, writing nothing."""
+    identity = read_identity(params)
+    expected_dirs = normalize_expected_artifact_dirs(params.get("expectedArtifactDirs"))
+    requested_scope(params, identity)
+    # The original always prepares the derived scope (a requested one must equal it).
+    artifact_scope = identity.expected_scope
+    workspace_root = resolve_workspace_root(params, settings)
+    return PreparePlan(
+        identity=identity,
+        expected_dirs=expected_dirs,
+        artifact_scope=artifact_scope,
+        workspace_root=workspace_root,
+        scope_root=scope_root_for(workspace_root, artifact_scope),
+    )
+
+
+def prepare_artifact_scope(
+    params: Mapping[str, object], settings: ArtifactSettings
+) -> dict[str, object]:
+    """Create ``tasks/<session>/<run>`` and report the expected-dir status.
+
+    The gateway adds ``mapping``, ``appThreadKey`` and ``openclawSessionKey`` after these
+    keys (§13.1 success payload).
+    """
+    plan = validate_prepare_params(params, settings)
+    create_scope_directory(plan.workspace_root, plan.scope_root)
+    return {
+        "runId": plan.identity.run_id,
+        "sessionKey": plan.identity.session_key,
+        "remoteWorkingDirectory": plan.workspace_root,
+        "remoteWorkspaceRefKind": "remotePath",
+        "artifactScope": plan.artifact_scope,
+        "scopeKind": "task",
+        "artifactDirectory": plan.scope_root,
+        "relativeArtifactDirectory": plan.artifact_scope,
+        "warnings": [],
+        "expectedArtifactDirs": plan.expected_dirs,
+        "expectedArtifactDirStatus": expected_dir_status(plan.workspace_root, plan.expected_dirs),
+    }

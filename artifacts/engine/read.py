@@ -1,0 +1,277 @@
+"""``xworkmate.artifacts.read`` (§13.6, D-A3) and the by-ref opener for downloads.
+
+Both run the same checks: identity, scope format, workspace, ref verification and
+binding, realpath containment, "is a regular file", and — with a ref — size and SHA-256
+of the bytes actually read against the ref, so a file changed since its ref was issued
+is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import BinaryIO
+
+from .coerce import ABSENT, non_negative_integer, optional_string
+from .content import CHUNK_SIZE, content_type_for_path, digest_fd, label_for_path
+from .errors import ArtifactMissingError, GatewayError, node_fs_error_message
+from .paths import (
+    TASK_SCOPE_ROOT,
+    is_within_root,
+    open_file_beneath,
+    optional_artifact_scope,
+    realpath_or_raise,
+    relative_parts,
+    resolve_scope_root,
+    resolve_workspace_root,
+    safe_input_relative_path,
+    safe_relative_path,
+)
+from .refs import RefPayload, sign_artifact_ref, verify_artifact_ref
+from .scope import TaskIdentity, read_identity
+from .settings import DEFAULT_MAX_INLINE_BYTES, ArtifactSettings
+
+__all__ = ["OpenedArtifact", "open_artifact_by_ref", "read_artifact"]
+
+_OUTSIDE = "relativePath must stay inside the workspace"
+_CONTENT_MISMATCH = "artifactRef does not match file content"
+
+
+@dataclass(frozen=True)
+class _Target:
+    identity: TaskIdentity
+    workspace_root: str
+    artifact_scope: str
+    requested_path: str  # label and content type come from the requested name
+    base_root: str  # the scope root, or the workspace root for a D-A3 fallback ref
+    real_path: str
+    ref: str
+    payload: RefPayload | None
+    max_inline_bytes: int
+
+
+def _resolve_target(params: Mapping[str, object], settings: ArtifactSettings) -> _Target:
+    identity = read_identity(params)
+    max_inline_bytes = non_negative_integer(
+        params.get("maxInlineBytes", ABSENT),
+        "maxInlineBytes",
+        settings.max_inline_bytes,
+        DEFAULT_MAX_INLINE_BYTES,
+    )
+    param_scope = optional_artifact_scope(params.get("artifactScope"))
+    workspace_root = resolve_workspace_root(params, settings)
+    ref = optional_string(params.get("artifactRef"))
+    payload: RefPayload | None = None
+    if ref:
+        payload = verify_artifact_ref(
+            ref, secret=settings.signing_secret, workspace_root=workspace_root
+        )
+        if (
+            payload.session_scope != identity.session_scope
+            or payload.run_scope != identity.expected_scope
+        ):
+            raise GatewayError("artifactRef does not match sessionKey/runId")
+        relative_path = payload.relative_path
+        artifact_scope = payload.artifact_scope
+        if optional_string(params.get("relativePath")):
+            requested = safe_input_relative_path(params.get("relativePath"), "relativePath")
+            if requested != relative_path:
+                raise GatewayError("artifactRef does not match relativePath")
+        if param_scope and param_scope != artifact_scope:
+            raise GatewayError("artifactRef does not match artifactScope")
+        if artifact_scope != identity.expected_scope:
+            raise GatewayError("artifactScope does not match sessionKey/runId")
+    else:
+        if not param_scope:
+            raise GatewayError("artifactScope or artifactRef required")
+        if param_scope != identity.expected_scope:
+            raise GatewayError("artifactScope does not match sessionKey/runId")
+        artifact_scope = param_scope
+        relative_path = safe_input_relative_path(params.get("relativePath"), "relativePath")
+    scope_root = resolve_scope_root(workspace_root, artifact_scope)
+    # D-A3: a fallback file's ref is workspace-relative; everything else is scope-relative.
+    base_root = workspace_root if payload is not None and payload.base else scope_root
+    real_path = realpath_or_raise(os.path.join(base_root, relative_path))
+    if not is_within_root(base_root, real_path):
+        raise GatewayError(_OUTSIDE)
+    if base_root == workspace_root:
+        inside = relative_parts(workspace_root, real_path) or ""
+        if inside.split("/", 1)[0].lower() == TASK_SCOPE_ROOT:
+            raise GatewayError(_OUTSIDE)  # D-A4: never another run's scope
+    return _Target(
+        identity=identity,
+        workspace_root=workspace_root,
+        artifact_scope=artifact_scope,
+        requested_path=relative_path,
+        base_root=base_root,
+        real_path=real_path,
+        ref=ref,
+        payload=payload,
+        max_inline_bytes=max_inline_bytes,
+    )
+
+
+def _open_target(target: _Target) -> tuple[int, os.stat_result]:
+    """Open the checked realpath without following symlinks; it must be a regular file."""
+    relative = relative_parts(target.workspace_root, target.real_path)
+    if relative is None:
+        raise GatewayError(_OUTSIDE)
+    try:
+        fd = open_file_beneath(target.workspace_root, relative)
+    except FileNotFoundError as error:
+        message = node_fs_error_message(error, "open", target.real_path)
+        raise ArtifactMissingError(message) from error
+    except IsADirectoryError as error:
+        raise GatewayError("relativePath must point to a file") from error
+    except OSError as error:
+        if error.errno in (20, 40):  # ENOTDIR, ELOOP: a part was swapped for a symlink
+            raise GatewayError(_OUTSIDE) from error
+        raise GatewayError(node_fs_error_message(error, "open", target.real_path)) from error
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise GatewayError("relativePath must point to a file")
+    return fd, info
+
+
+def _check_size(target: _Target, size: int) -> None:
+    if target.payload is not None and size != target.payload.size_bytes:
+        raise GatewayError(_CONTENT_MISMATCH)
+
+
+def read_artifact(params: Mapping[str, object], settings: ArtifactSettings) -> dict[str, object]:
+    """§13.6: one artifact, inlined when its size ≤ maxInlineBytes."""
+    target = _resolve_target(params, settings)
+    fd, info = _open_target(target)
+    try:
+        _check_size(target, info.st_size)
+        digest = digest_fd(fd, info.st_size, inline_limit=target.max_inline_bytes)
+    finally:
+        os.close(fd)
+    if target.payload is not None and (
+        digest.size_bytes != target.payload.size_bytes or digest.sha256 != target.payload.sha256
+    ):
+        raise GatewayError(_CONTENT_MISMATCH)
+    relative_path = safe_relative_path(target.base_root, target.real_path)
+    ref = target.ref or sign_artifact_ref(
+        secret=settings.signing_secret,
+        workspace_root=target.workspace_root,
+        session_scope=target.identity.session_scope,
+        run_scope=target.identity.expected_scope,
+        artifact_scope=target.artifact_scope,
+        relative_path=relative_path,
+        size_bytes=digest.size_bytes,
+        sha256=digest.sha256,
+    )
+    artifact: dict[str, object] = {
+        "relativePath": relative_path,
+        "label": label_for_path(target.requested_path),
+        "contentType": content_type_for_path(target.requested_path),
+        "sizeBytes": digest.size_bytes,
+        "sha256": digest.sha256,
+        "artifactRef": ref,
+        "scopeKind": "task",
+        "artifactScope": target.artifact_scope,
+    }
+    warnings: list[str] = []
+    if digest.content is not None:
+        artifact["encoding"] = "base64"
+        artifact["content"] = digest.content
+    else:
+        warnings.append(f"{target.requested_path} exceeds maxInlineBytes and was not inlined")
+    return {
+        "runId": target.identity.run_id,
+        "sessionKey": target.identity.session_key,
+        "remoteWorkingDirectory": target.workspace_root,
+        "remoteWorkspaceRefKind": "remotePath",
+        "artifactScope": target.artifact_scope,
+        "scopeKind": "task",
+        "artifacts": [artifact],
+        "warnings": warnings,
+        "expectedArtifactDirs": [],
+        "expectedArtifactDirStatus": [],
+        "constraintSatisfied": True,
+        "missingRequiredExtensions": [],
+        "missingRequiredFileCounts": {},
+    }
+
+
+@dataclass
+class OpenedArtifact:
+    """A verified, open artifact for a streaming download; close it (or use ``with``).
+
+    ``file`` is positioned at 0 and is the very inode whose bytes were just hashed and
+    matched against the ref.
+    """
+
+    file: BinaryIO
+    relative_path: str
+    label: str
+    content_type: str
+    size_bytes: int
+    sha256: str
+    artifact_scope: str
+    real_path: str = field(repr=False)
+
+    def close(self) -> None:
+        self.file.close()
+
+    def __enter__(self) -> OpenedArtifact:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def open_artifact_by_ref(
+    ref: str, params: Mapping[str, object], settings: ArtifactSettings
+) -> OpenedArtifact:
+    """Open the file behind ``ref`` for streaming, with exactly the checks of ``read``.
+
+    ``params`` supplies ``openclawSessionKey``, ``runId`` and optionally ``workspaceDir``
+    (the caller's trusted context). The file is hashed in chunks before it is handed
+    out, so the bytes streamed are the bytes the ref was issued for.
+    """
+    if not optional_string(ref):
+        raise GatewayError("invalid artifactRef")
+    target = _resolve_target({**params, "artifactRef": ref}, settings)
+    fd, info = _open_target(target)
+    try:
+        _check_size(target, info.st_size)
+        digest = hashlib.sha256()
+        buffer = bytearray(CHUNK_SIZE)
+        view = memoryview(buffer)
+        total = 0
+        while count := os.readv(fd, [buffer]):
+            digest.update(view[:count])
+            total += count
+        view.release()
+        if target.payload is None or (total, digest.hexdigest()) != (
+            target.payload.size_bytes,
+            target.payload.sha256,
+        ):
+            raise GatewayError(_CONTENT_MISMATCH)
+        os.lseek(fd, 0, os.SEEK_SET)
+        handle = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    return OpenedArtifact(
+        file=handle,
+        relative_path=safe_relative_path(target.base_root, target.real_path),
+        label=label_for_path(target.requested_path),
+        content_type=content_type_for_path(target.requested_path),
+        size_bytes=total,
+        sha256=target.payload.sha256,
+        artifact_scope=target.artifact_scope,
+        real_path=target.real_path,
+    )

@@ -1,0 +1,50 @@
+"""The engine's configuration, resolved by the caller (Django settings, tests, bench)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+__all__ = [
+    "DEFAULT_MAX_FILES",
+    "DEFAULT_MAX_INLINE_BYTES",
+    "ArtifactSettings",
+]
+
+DEFAULT_MAX_FILES = 64
+DEFAULT_MAX_INLINE_BYTES = 10 * 1024 * 1024
+DEFAULT_WORKSPACE = "~/.openclaw/workspace"
+
+
+def _default_tmp_dir() -> str:
+    # Node: os.tmpdir() + "/openclaw"; tempfile honours TMPDIR the same way.
+    return os.path.join(tempfile.gettempdir(), "openclaw")
+
+
+@dataclass(frozen=True)
+class ArtifactSettings:
+    """Everything the engine reads from configuration.
+
+    ``workspace_roots[0]`` is the default workspace; a caller's ``workspaceDir`` must lie
+    inside one of the roots (D-A9). ``signing_secret`` is already resolved (D-A10, see
+    artifacts.conf, which takes it from the service config or the data home).
+    """
+
+    signing_secret: str
+    workspace_roots: tuple[str, ...] = (DEFAULT_WORKSPACE,)
+    max_files: int = DEFAULT_MAX_FILES
+    max_inline_bytes: int = DEFAULT_MAX_INLINE_BYTES
+    snapshot_max_files: int = DEFAULT_MAX_FILES
+    scan_shared_media_roots: bool = False
+    openclaw_media_dir: str = "~/.openclaw/media"
+    openclaw_tmp_dir: str = field(default_factory=_default_tmp_dir)
+
+    def __post_init__(self) -> None:
+        if not self.signing_secret:
+            raise ValueError("signing_secret must not be empty")
+        if not self.workspace_roots or not all(self.workspace_roots):
+            raise ValueError("workspace_roots needs at least one non-empty path")
