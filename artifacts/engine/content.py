@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
-
-import pybase64
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+
+import pybase64
 
 __all__ = [
     "CHUNK_SIZE",

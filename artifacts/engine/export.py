@@ -35,6 +35,7 @@ from .paths import (
 from .refs import sign_artifact_ref
 from .scope import (
     create_scope_directory,
+    payload_header,
     read_identity,
     requested_scope,
     scope_created_ms,
@@ -275,12 +276,7 @@ def export_artifacts(
         if actual < expected:
             missing_counts[extension] = {"expected": expected, "actual": actual}
     return {
-        "runId": identity.run_id,
-        "sessionKey": identity.session_key,
-        "remoteWorkingDirectory": workspace_root,
-        "remoteWorkspaceRefKind": "remotePath",
-        "artifactScope": artifact_scope,
-        "scopeKind": "task",
+        **payload_header(identity, workspace_root, artifact_scope),
         "artifacts": artifacts,
         "warnings": warnings,
         "expectedArtifactDirs": expected_dirs,

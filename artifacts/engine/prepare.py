@@ -15,6 +15,7 @@ from .paths import normalize_expected_artifact_dirs, resolve_workspace_root
 from .scope import (
     TaskIdentity,
     create_scope_directory,
+    payload_header,
     read_identity,
     requested_scope,
     scope_root_for,
@@ -63,12 +64,7 @@ def prepare_artifact_scope(
     plan = validate_prepare_params(params, settings)
     create_scope_directory(plan.workspace_root, plan.scope_root)
     return {
-        "runId": plan.identity.run_id,
-        "sessionKey": plan.identity.session_key,
-        "remoteWorkingDirectory": plan.workspace_root,
-        "remoteWorkspaceRefKind": "remotePath",
-        "artifactScope": plan.artifact_scope,
-        "scopeKind": "task",
+        **payload_header(plan.identity, plan.workspace_root, plan.artifact_scope),
         "artifactDirectory": plan.scope_root,
         "relativeArtifactDirectory": plan.artifact_scope,
         "warnings": [],

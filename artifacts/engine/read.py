@@ -32,7 +32,7 @@ from .paths import (
     safe_relative_path,
 )
 from .refs import RefPayload, sign_artifact_ref, verify_artifact_ref
-from .scope import TaskIdentity, read_identity
+from .scope import TaskIdentity, payload_header, read_identity
 from .settings import DEFAULT_MAX_INLINE_BYTES, ArtifactSettings
 
 __all__ = ["OpenedArtifact", "open_artifact_by_ref", "read_artifact"]
@@ -184,12 +184,7 @@ def read_artifact(params: Mapping[str, object], settings: ArtifactSettings) -> d
     else:
         warnings.append(f"{target.requested_path} exceeds maxInlineBytes and was not inlined")
     return {
-        "runId": target.identity.run_id,
-        "sessionKey": target.identity.session_key,
-        "remoteWorkingDirectory": target.workspace_root,
-        "remoteWorkspaceRefKind": "remotePath",
-        "artifactScope": target.artifact_scope,
-        "scopeKind": "task",
+        **payload_header(target.identity, target.workspace_root, target.artifact_scope),
         "artifacts": [artifact],
         "warnings": warnings,
         "expectedArtifactDirs": [],

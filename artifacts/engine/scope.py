@@ -25,6 +25,7 @@ __all__ = [
     "SCOPE_MARKER",
     "TaskIdentity",
     "create_scope_directory",
+    "payload_header",
     "read_identity",
     "scope_created_ms",
 ]
@@ -40,6 +41,20 @@ class TaskIdentity:
     session_key: str
     session_scope: str
     expected_scope: str
+
+
+def payload_header(
+    identity: TaskIdentity, workspace_root: str, artifact_scope: str
+) -> dict[str, object]:
+    """The keys every artifact payload starts with, in the contract's order."""
+    return {
+        "runId": identity.run_id,
+        "sessionKey": identity.session_key,
+        "remoteWorkingDirectory": workspace_root,
+        "remoteWorkspaceRefKind": "remotePath",
+        "artifactScope": artifact_scope,
+        "scopeKind": "task",
+    }
 
 
 def read_identity(params: Mapping[str, object]) -> TaskIdentity:

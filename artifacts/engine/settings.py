@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import secrets
 import tempfile
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 __all__ = [

@@ -35,7 +35,13 @@ from .paths import (
     safe_input_relative_path,
     safe_scope_segment,
 )
-from .scope import create_scope_directory, read_identity, requested_scope, scope_root_for
+from .scope import (
+    create_scope_directory,
+    payload_header,
+    read_identity,
+    requested_scope,
+    scope_root_for,
+)
 from .settings import DEFAULT_MAX_FILES, ArtifactSettings
 
 __all__ = ["NO_SOURCES_WARNING", "collect_and_snapshot"]
@@ -317,12 +323,7 @@ def collect_and_snapshot(
         if entry not in copied:
             copied.append(entry)
     return {
-        "runId": identity.run_id,
-        "sessionKey": identity.session_key,
-        "remoteWorkingDirectory": workspace_root,
-        "remoteWorkspaceRefKind": "remotePath",
-        "artifactScope": artifact_scope,
-        "scopeKind": "task",
+        **payload_header(identity, workspace_root, artifact_scope),
         "artifactDirectory": scope_root,
         "snapshotDirectory": snapshot_root,
         "copiedFiles": copied,
