@@ -44,3 +44,10 @@ def test_the_docs_page_is_self_hosted(client, db):
     client.force_login(User.objects.create_superuser("docs", "", "pw-docs-1234"))
     page = client.get("/api/docs/").content.decode()
     assert "swagger-ui" in page and "cdn.jsdelivr.net" not in page
+
+
+def test_the_schema_documents_the_rest_endpoints(reader):
+    paths = reader.get("/api/schema/?format=json").json()["paths"]
+    preview = paths["/api/plans/schedule-preview"]["post"]
+    assert preview["operationId"] == "plans_schedule_preview"
+    assert "plans:read" in preview["description"]
