@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from django.contrib.auth.models import User
 
@@ -40,7 +42,7 @@ def test_it_previews_every_with_its_anchor_and_defaults_to_ten_runs(planner):
     runs = [r["ms"] for r in response.json()["runs"]]
     assert len(runs) == 10
     assert runs[0] == AFTER + 2700000
-    assert {b - a for a, b in zip(runs, runs[1:], strict=False)} == {3600000}
+    assert {b - a for a, b in itertools.pairwise(runs)} == {3600000}
 
 
 def test_it_uses_the_job_id_for_the_top_of_hour_stagger(planner):
