@@ -169,15 +169,15 @@ def main() -> None:
     )
     print(header)
     print("-" * len(header))
-    for name, files, size, ours, floor, inline_floor in rows:
+    for name, files, size, took, base_floor, b64_floor in rows:
         extra = (
-            f"{inline_floor * 1000:>14.1f} {ours / inline_floor:>6.2f}"
-            if inline_floor
+            f"{b64_floor * 1000:>14.1f} {took / b64_floor:>6.2f}"
+            if b64_floor
             else f"{'-':>14} {'-':>6}"
         )
         print(
-            f"{name:<46} {ours * 1000:>9.1f} {files / ours:>10.0f} "
-            f"{size / MIB / ours:>9.0f} {floor * 1000:>9.1f} {ours / floor:>6.2f} {extra}"
+            f"{name:<46} {took * 1000:>9.1f} {files / took:>10.0f} "
+            f"{size / MIB / took:>9.0f} {base_floor * 1000:>9.1f} {took / base_floor:>6.2f} {extra}"
         )
 
 

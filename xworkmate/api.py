@@ -26,6 +26,7 @@ from xworkmate.gateway import (
     body_too_large,
     get_method,
     parse_body,
+    scoped_params,
     split_envelope,
 )
 
@@ -62,9 +63,10 @@ def _read_params(request: Request) -> dict[str, Any]:
 def _call(request: Request, method: GatewayMethod, params: dict[str, Any]) -> Response:
     if not key_has_scope(request, method.scope):
         raise PermissionDenied(f"API key lacks scope {method.scope} for {method.name}")
-    payload = method.handler(
-        GatewayCall(method=method.name, params=params, api_key=request_key(request))
-    )
+    key = request_key(request)
+    # The trusted scope of a bound (agent) key applies to every method (§13.0).
+    call = GatewayCall(method=method.name, params=scoped_params(params, key), api_key=key)
+    payload = method.handler(call)
     return Response({"ok": True, "payload": dict(payload)})
 
 

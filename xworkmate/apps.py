@@ -16,6 +16,41 @@ class XworkmateConfig(AppConfig):
 
     def ready(self) -> None:
         checks.register(_periodic_job_tasks_exist, checks.Tags.compatibility)
+        _register_gateway_methods()
+
+
+def _register_gateway_methods() -> None:
+    """The first two methods of the contract's order (§1.4); the artifacts app adds four."""
+    from xworkmate.gateway import GatewayMethod, register_method
+    from xworkmate.sessions import session_prepare_method, tasks_get_method
+
+    register_method(
+        GatewayMethod(
+            "xworkmate.session.prepare",
+            session_prepare_method,
+            "gateway:write",
+            "Map an app thread to an OpenClaw session and prepare the run's artifact scope",
+            description=(
+                "Records the durable appThreadKey ↔ openclawSessionKey mapping, creates "
+                "`tasks/<session>/<run>` and marks the run running. Everything is checked "
+                "before anything is written; a thread or session already mapped elsewhere "
+                "is CONFLICT."
+            ),
+        )
+    )
+    register_method(
+        GatewayMethod(
+            "xworkmate.tasks.get",
+            tasks_get_method,
+            "gateway:read",
+            "Task status, output and the current artifact manifest of one run",
+            description=(
+                "Looks the session up by openclawSessionKey or appThreadKey; answers the "
+                "native task, else the recorded run, else artifact evidence. Lookup "
+                "failures are successful payloads with `ok: false` and a `code`."
+            ),
+        )
+    )
 
 
 def _periodic_job_tasks_exist(app_configs: Any, **_: Any) -> list[checks.CheckMessage]:

@@ -220,6 +220,11 @@ SCHEMA: dict[str, dict[str, Key]] = {
     },
     "gateway": {
         "max_body_bytes": Key(1048576, _int_at_least(1024), doc="largest accepted request body"),
+        "run_history_retention": Key(
+            timedelta(hours=720),
+            _check_duration,
+            doc="how long task runs beyond a session's newest 32 stay in the history",
+        ),
     },
     "workspace": {
         "roots": Key(

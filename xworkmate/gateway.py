@@ -31,6 +31,7 @@ __all__ = [
     "parse_body",
     "register_method",
     "registered_methods",
+    "scoped_params",
     "split_envelope",
     "unregister_method",
 ]
@@ -89,6 +90,28 @@ def get_method(name: str) -> GatewayMethod:
 def registered_methods() -> list[GatewayMethod]:
     """In registration order (the contract asserts the order of its six methods)."""
     return list(_METHODS.values())
+
+
+def scoped_params(params: Mapping[str, Any], api_key: ApiKey | None) -> dict[str, Any]:
+    """§13.0 `scopedGatewayParams`: a key bound to a run overrides the caller's scope.
+
+    The original took the session and run from the host's trusted request
+    scope; here the trust comes from the API key. An agent key bound to
+    session S and run R can therefore only ever act on S/R, whatever its
+    params say. Unbound keys (the bridge) pass their params unchanged.
+    """
+    if api_key is None or not api_key.is_bound:
+        return dict(params)
+    scoped = {
+        **params,
+        "openclawSessionKey": api_key.bound_session_key,
+        "runId": api_key.bound_run_id,
+    }
+    if api_key.bound_workspace_dir:
+        scoped["workspaceDir"] = api_key.bound_workspace_dir
+    if api_key.bound_artifact_scope:
+        scoped["artifactScope"] = api_key.bound_artifact_scope
+    return scoped
 
 
 def parse_body(raw: bytes, *, limit: int) -> dict[str, Any]:

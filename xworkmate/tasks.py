@@ -9,7 +9,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from xworkmate.periodic import RUNNER_TASK
-from xworkmate.services import periodic_job_record_tick
+from xworkmate.services import periodic_job_record_tick, task_run_history_purge
 
 logger = logging.getLogger(__name__)
 
@@ -41,3 +41,12 @@ def liveness() -> str:
     It has nothing else to do; run_periodic_job writes the tick.
     """
     return "alive"
+
+
+@shared_task(name="xworkmate.purge_task_run_history")
+def purge_task_run_history() -> int:
+    """Delete task runs that have been in the history longer than the retention.
+
+    Safe to run twice: a second run finds nothing left to delete.
+    """
+    return task_run_history_purge(now=timezone.now())

@@ -5,9 +5,10 @@ from django.urls import URLPattern, URLResolver, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from artifacts.api import ArtifactDownloadApi, ArtifactToolApi
 from plans.api import SchedulePreviewApi
 from plans.views import schedule_preview_view
-from xworkmate import api, health, views
+from xworkmate import api, health, hooks_api, views
 from xworkmate.gateway import registered_methods
 
 urlpatterns: list[URLPattern | URLResolver] = [
@@ -27,7 +28,23 @@ urlpatterns: list[URLPattern | URLResolver] = [
         SchedulePreviewApi.as_view(),
         name="plans-schedule-preview-api",
     ),
+    path("api/artifacts/download", ArtifactDownloadApi.as_view(), name="artifacts-download"),
+    path("api/artifacts/tool", ArtifactToolApi.as_view(), name="artifacts-tool"),
     path("gateway", api.GatewayView.as_view(), name="gateway"),
+    path("api/ping", hooks_api.PingView.as_view(), name="ping"),
+    path(
+        "api/gateway/hooks/session_start",
+        hooks_api.SessionStartHookView.as_view(),
+        name="hook-session-start",
+    ),
+    path(
+        "api/gateway/hooks/agent_end", hooks_api.AgentEndHookView.as_view(), name="hook-agent-end"
+    ),
+    path(
+        "api/gateway/native-tasks",
+        hooks_api.NativeTaskUpsertView.as_view(),
+        name="native-task-upsert",
+    ),
 ]
 
 # One documented path per registered method (the apps register them in

@@ -7,7 +7,12 @@ One function per gateway method; each takes the request params (a JSON object) a
 
 from .errors import ArtifactMissingError, ConflictError, GatewayError, node_fs_error_message
 from .export import export_artifacts, list_artifacts
-from .paths import artifact_scope_for, safe_scope_segment, task_session_scope_for
+from .paths import (
+    artifact_scope_for,
+    normalize_expected_artifact_dirs,
+    safe_scope_segment,
+    task_session_scope_for,
+)
 from .prepare import PreparePlan, prepare_artifact_scope, validate_prepare_params
 from .read import OpenedArtifact, open_artifact_by_ref, read_artifact
 from .refs import RefPayload, sign_artifact_ref, verify_artifact_ref
@@ -16,7 +21,6 @@ from .snapshot import collect_and_snapshot
 from .tool import (
     TOOL_DEFINITION,
     ToolContext,
-    apply_trusted_scope,
     format_manifest_markdown,
     tool_execute,
 )
@@ -31,13 +35,13 @@ __all__ = [
     "PreparePlan",
     "RefPayload",
     "ToolContext",
-    "apply_trusted_scope",
     "artifact_scope_for",
     "collect_and_snapshot",
     "export_artifacts",
     "format_manifest_markdown",
     "list_artifacts",
     "node_fs_error_message",
+    "normalize_expected_artifact_dirs",
     "open_artifact_by_ref",
     "prepare_artifact_scope",
     "read_artifact",

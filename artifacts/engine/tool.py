@@ -19,7 +19,6 @@ from .settings import ArtifactSettings
 __all__ = [
     "TOOL_DEFINITION",
     "ToolContext",
-    "apply_trusted_scope",
     "format_manifest_markdown",
     "tool_execute",
 ]
@@ -90,25 +89,6 @@ class ToolContext:
     run_id: str = ""
     workspace_dir: str = ""
     relative_task_directory: str = ""
-
-
-def apply_trusted_scope(
-    params: Mapping[str, object],
-    *,
-    session_key: str,
-    run_id: str,
-    workspace_dir: str = "",
-    relative_task_directory: str = "",
-) -> dict[str, object]:
-    """§13.0 ``scopedGatewayParams``: a trusted session+run overrides the caller's."""
-    if not session_key or not run_id:
-        return dict(params)
-    scoped: dict[str, object] = {**params, "openclawSessionKey": session_key, "runId": run_id}
-    if workspace_dir:
-        scoped["workspaceDir"] = workspace_dir
-    if relative_task_directory:
-        scoped["artifactScope"] = relative_task_directory
-    return scoped
 
 
 def _js_round_half_up(value: float, digits: int) -> str:

@@ -10,7 +10,6 @@ from artifacts.engine import (
     TOOL_DEFINITION,
     GatewayError,
     ToolContext,
-    apply_trusted_scope,
     format_manifest_markdown,
     tool_execute,
 )
@@ -93,22 +92,6 @@ def test_host_task_directory_supplies_the_scope(tmp_path: Path) -> None:
     write(prepare(config, "k1", "r1") / "a.md", "# A")
     context = ToolContext(session_key="k1", run_id="r1", relative_task_directory="tasks/k1/r1")
     assert "IyBB" in tool_execute({"action": "read", "relativePath": "a.md"}, context, config)
-
-
-def test_case_123_trusted_scope_overrides_caller_params() -> None:
-    scoped = apply_trusted_scope(
-        {"openclawSessionKey": "evil", "runId": "x", "maxFiles": 3},
-        session_key="k1",
-        run_id="r1",
-        relative_task_directory="tasks/k1/r1",
-    )
-    assert scoped == {
-        "openclawSessionKey": "k1",
-        "runId": "r1",
-        "maxFiles": 3,
-        "artifactScope": "tasks/k1/r1",
-    }
-    assert apply_trusted_scope({"runId": "x"}, session_key="", run_id="r1") == {"runId": "x"}
 
 
 @pytest.mark.parametrize(

@@ -43,6 +43,7 @@ EXPECTED_DEFAULTS = {
     ("database", "url"): "",
     ("broker", "url"): "",
     ("gateway", "max_body_bytes"): 1048576,
+    ("gateway", "run_history_retention"): timedelta(hours=720),
     ("workspace", "roots"): ("~/.openclaw/workspace",),
     ("artifacts", "max_files"): 64,
     ("artifacts", "max_inline_bytes"): 10485760,

@@ -122,3 +122,18 @@ def test_it_keeps_registration_order_and_refuses_duplicates(test_methods):
         )
     with pytest.raises(ValueError, match="scope must be"):
         gateway.register_method(gateway.GatewayMethod("test.bad", lambda call: {}, "plans:read", "x"))
+
+
+def test_case_123_a_bound_key_overrides_the_callers_scope():
+    """§13.0 scopedGatewayParams: session, run, workspace and task directory of the key win."""
+    from xworkmate.gateway import scoped_params
+    from xworkmate.models import ApiKey
+
+    agent = ApiKey(name="agent", bound_session_key="k1", bound_run_id="r1",
+                   bound_artifact_scope="tasks/k1/r1")
+    params = {"openclawSessionKey": "evil", "runId": "x", "maxFiles": 3}
+    assert scoped_params(params, agent) == {
+        "openclawSessionKey": "k1", "runId": "r1", "maxFiles": 3, "artifactScope": "tasks/k1/r1",
+    }
+    assert scoped_params(params, ApiKey(name="bridge")) == params
+    assert scoped_params(params, None) == params

@@ -17,7 +17,7 @@ from django.utils import timezone
 from xworkmate.bootstrap import ServiceUnavailable, bootstrap, require_services
 from xworkmate.config import ConfigError, effective_config, load_config
 from xworkmate.models import SCOPES, ApiKey
-from xworkmate.services import ApiKeyError, api_key_create, api_key_revoke
+from xworkmate.services import ApiKeyError, KeyBinding, api_key_create, api_key_revoke
 from xworkmate.supervisor import Supervisor, commands
 
 PORT_ENV = "XWORKMATE_PORT"
@@ -45,6 +45,24 @@ class Command(BaseCommand):
         create.add_argument("--name", required=True)
         create.add_argument(
             "--scope", action="append", default=[], choices=SCOPES, help="repeat for several scopes"
+        )
+        create.add_argument(
+            "--session",
+            default="",
+            metavar="KEY",
+            help="bind the key to this OpenClaw session (an agent key; needs --run)",
+        )
+        create.add_argument(
+            "--run", default="", metavar="RUN", help="bind the key to this run (needs --session)"
+        )
+        create.add_argument(
+            "--workspace", default="", metavar="DIR", help="bound workspace dir (optional)"
+        )
+        create.add_argument(
+            "--artifact-scope",
+            default="",
+            metavar="SCOPE",
+            help="bound task directory, tasks/<session>/<run> (optional)",
         )
         key_sub.add_parser("list", help="list keys (never the keys themselves)")
         revoke = key_sub.add_parser("revoke", help="revoke a key by name")
@@ -87,18 +105,35 @@ class Command(BaseCommand):
         what = opts["key_action"]
         if what == "create":
             try:
-                key, token = api_key_create(name=opts["name"], scopes=opts["scope"])
+                key, token = api_key_create(
+                    name=opts["name"],
+                    scopes=opts["scope"],
+                    binding=KeyBinding(
+                        session_key=opts["session"],
+                        run_id=opts["run"],
+                        workspace_dir=opts["workspace"],
+                        artifact_scope=opts["artifact_scope"],
+                    ),
+                )
             except ApiKeyError as exc:
                 raise CommandError(str(exc)) from exc
             self.stdout.write(f"created API key {key.name!r} with scopes {', '.join(key.scopes)}")
+            if key.is_bound:
+                self.stdout.write(
+                    f"bound to session {key.bound_session_key!r} run {key.bound_run_id!r}"
+                )
             self.stdout.write("store it now; it cannot be shown again:")
             self.stdout.write(token)
         elif what == "list":
             for key in ApiKey.objects.order_by("name"):
                 state = "active" if key.is_active else f"revoked {key.revoked_at:%Y-%m-%d %H:%M}"
                 used = f"{key.last_used_at:%Y-%m-%d %H:%M}" if key.last_used_at else "never"
+                bound = (
+                    f"\tbound {key.bound_session_key} / {key.bound_run_id}" if key.is_bound else ""
+                )
                 self.stdout.write(
                     f"{key.name}\t{key.prefix}…\t{','.join(key.scopes)}\t{state}\tlast used {used}"
+                    f"{bound}"
                 )
         elif what == "revoke":
             found = ApiKey.objects.filter(name=opts["name"]).first()

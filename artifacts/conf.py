@@ -1,0 +1,36 @@
+"""The artifact engine's settings, taken from the service config.
+
+The signing secret follows D-A10: `artifacts.ref_signing_secret` from the
+file, else XWORKMATE_ARTIFACT_REF_SIGNING_SECRET (both resolved by the config
+loader), else the secret generated once into the data home.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+from django.conf import settings
+
+from artifacts.engine import ArtifactSettings
+from xworkmate.datahome import stored_secret
+
+SECRET_NAME = "artifact_ref_secret"  # noqa: S105 (a file name)
+
+
+def artifact_settings() -> ArtifactSettings:
+    config = settings.XWORKMATE
+    secret = config.get("artifacts", "ref_signing_secret") or stored_secret(
+        settings.HOME, SECRET_NAME
+    )
+    return ArtifactSettings(
+        signing_secret=secret,
+        workspace_roots=config.workspace_roots,
+        max_files=config.get("artifacts", "max_files"),
+        max_inline_bytes=config.get("artifacts", "max_inline_bytes"),
+        snapshot_max_files=config.get("artifacts", "snapshot_max_files"),
+        scan_shared_media_roots=config.get("artifacts", "scan_shared_media_roots"),
+        openclaw_media_dir=config.get("artifacts", "openclaw_media_dir"),
+        openclaw_tmp_dir=config.get("artifacts", "openclaw_tmp_dir")
+        or os.path.join(tempfile.gettempdir(), "openclaw"),
+    )

@@ -1,0 +1,77 @@
+"""The four artifact gateway methods: thin adapters from the gateway table to the engine.
+
+Params arrive already scoped by the dispatcher (a bound agent key's session
+and run override the caller's, §13.0); the engine validates every param and
+raises the contract's errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from artifacts import engine
+from artifacts.conf import artifact_settings
+from xworkmate.gateway import GatewayCall, GatewayMethod
+
+
+def _export(call: GatewayCall) -> Mapping[str, Any]:
+    return engine.export_artifacts(call.params, artifact_settings())
+
+
+def _collect_and_snapshot(call: GatewayCall) -> Mapping[str, Any]:
+    return engine.collect_and_snapshot(call.params, artifact_settings())
+
+
+def _list(call: GatewayCall) -> Mapping[str, Any]:
+    return engine.list_artifacts(call.params, artifact_settings())
+
+
+def _read(call: GatewayCall) -> Mapping[str, Any]:
+    return engine.read_artifact(call.params, artifact_settings())
+
+
+# In the contract's registration order (§1.4), after session.prepare and tasks.get.
+METHODS = (
+    GatewayMethod(
+        "xworkmate.artifacts.export",
+        _export,
+        "gateway:read",
+        "Export the task run's artifact manifest",
+        description=(
+            "Files under `tasks/<session>/<run>` (or the expectedArtifactDirs fallback when "
+            "the scope is empty): paths, labels, content types, sizes, SHA-256, a signed "
+            "`artifactRef` each, inline base64 up to maxInlineBytes, warnings, constraints."
+        ),
+        tags=("gateway", "artifacts"),
+    ),
+    GatewayMethod(
+        "xworkmate.artifacts.collect-and-snapshot",
+        _collect_and_snapshot,
+        "gateway:write",
+        "Copy task-referenced files into the run's scope, then export",
+        description=(
+            "Copies `sourceFiles` (and, only when `artifacts.scan_shared_media_roots` is on, "
+            "the shared media roots) into `artifacts/<label>/` of the scope; name clashes get "
+            "a numeric suffix and a warning."
+        ),
+        tags=("gateway", "artifacts"),
+    ),
+    GatewayMethod(
+        "xworkmate.artifacts.list",
+        _list,
+        "gateway:read",
+        "List the task run's artifacts (metadata only)",
+        tags=("gateway", "artifacts"),
+    ),
+    GatewayMethod(
+        "xworkmate.artifacts.read",
+        _read,
+        "gateway:read",
+        "Read one artifact by artifactRef or relativePath",
+        description=(
+            "The same checks as export; a file changed since its ref was issued is refused."
+        ),
+        tags=("gateway", "artifacts"),
+    ),
+)

@@ -1,0 +1,262 @@
+"""Benchmark of session.prepare and tasks.get over HTTP, against a baseline of the same run.
+
+Usage: python bench/gateway.py [--clients 16] [--seconds 10] [--workers 4]
+                               [--database-url postgresql://postgres@127.0.0.1:5432/xworkmate_bench]
+
+Starts the service as in production (migrate, then gunicorn with --workers,
+PostgreSQL) in a temporary data home with its own workspace, seeds 200 app
+threads (each prepared, with one file written by "the agent" and half of them
+ended by agent_end), then drives each call with concurrent clients (separate
+processes, one connection per request, as gunicorn's sync workers close them)
+for --seconds and prints requests/s and p50/p99 latency per call next to the
+baseline: `GET /api/ping`, an authenticated endpoint with a constant body.
+
+The database named in --database-url is dropped and created afresh.
+Target (issue 4): tasks.get without artifacts at >= 40% of the baseline's requests/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+THREADS = 200
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _recreate_database(url: str) -> None:
+    import psycopg
+
+    parts = urlsplit(url)
+    name = parts.path.lstrip("/")
+    admin = parts._replace(path="/postgres").geturl()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def _request(
+    port: int, token: str, method: str, path: str, body: object | None
+) -> tuple[int, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    headers = {"Authorization": f"Bearer {token}"}
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode()
+        headers["Content-Type"] = "application/json"
+    try:
+        conn.request(method, path, body=data, headers=headers)
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()
+
+
+def _operation(name: str, client: int, i: int) -> tuple[str, str, object | None]:
+    thread = (client * 7919 + i) % THREADS
+    if name == "baseline GET /api/ping":
+        return "GET", "/api/ping", None
+    if name == "session.prepare":
+        # A re-prepare of a mapped thread with a new run: the mapping update,
+        # a new running run, the scope directory.
+        return (
+            "POST",
+            "/gateway/xworkmate.session.prepare",
+            {
+                "schemaVersion": 1,
+                "appThreadKey": f"thread-{thread}",
+                "openclawSessionKey": f"agent:main:thread-{thread}",
+                "runId": f"bench-{client}-{i}",
+            },
+        )
+    params: dict[str, object] = {"appThreadKey": f"thread-{thread}", "runId": "run-1"}
+    if name == "tasks.get (no artifacts)":
+        params["includeArtifacts"] = False
+    return "POST", "/gateway/xworkmate.tasks.get", params
+
+
+def _client(args: tuple[int, str, str, int, float]) -> tuple[list[float], int]:
+    port, token, name, client, seconds = args
+    latencies: list[float] = []
+    errors = 0
+    deadline = time.perf_counter() + seconds
+    i = 0
+    while time.perf_counter() < deadline:
+        method, path, body = _operation(name, client, i)
+        start = time.perf_counter()
+        status, _ = _request(port, token, method, path, body)
+        latencies.append(time.perf_counter() - start)
+        if status != 200:
+            errors += 1
+        i += 1
+    return latencies, errors
+
+
+def _run_phase(
+    pool: ProcessPoolExecutor, port: int, token: str, name: str, clients: int, seconds: float
+) -> dict[str, float]:
+    started = time.perf_counter()
+    results = list(pool.map(_client, [(port, token, name, c, seconds) for c in range(clients)]))
+    elapsed = time.perf_counter() - started
+    latencies = sorted(x for lat, _ in results for x in lat)
+    errors = sum(e for _, e in results)
+    return {
+        "rps": len(latencies) / elapsed,
+        "p50": statistics.median(latencies) * 1000,
+        "p99": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000,
+        "requests": len(latencies),
+        "errors": errors,
+    }
+
+
+def _wait_ready(port: int, token: str, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"gunicorn exited with {proc.returncode}")
+        try:
+            if _request(port, token, "GET", "/api/ping", None)[0] == 200:
+                return
+        except OSError:
+            pass  # not listening yet
+        time.sleep(0.2)
+    raise SystemExit("gunicorn did not answer /api/ping within 60 s")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument(
+        "--database-url", default="postgresql://postgres@127.0.0.1:5432/xworkmate_bench"
+    )
+    args = parser.parse_args()
+
+    _recreate_database(args.database_url)
+    tmp = Path(tempfile.mkdtemp(prefix="xworkmate-bench-"))
+    workspace = tmp / "ws"
+    workspace.mkdir()
+    config = tmp / "xworkmate.toml"
+    config.write_text(
+        f'[service]\nlanguage_code = "en"\n[workspace]\nroots = ["{workspace}"]\n', encoding="utf-8"
+    )
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "xworkmate.settings",
+        "XWORKMATE_HOME": str(tmp / "home"),
+        "XWORKMATE_CONFIG": str(config),
+        "DATABASE_URL": args.database_url,
+    }
+    manage: Callable[..., subprocess.CompletedProcess[str]] = lambda *a: subprocess.run(  # noqa: E731
+        [PYTHON, "manage.py", *a], cwd=ROOT, env=env, check=True, capture_output=True, text=True
+    )
+    manage("migrate", "--noinput")
+    token = (
+        manage("xworkmate", "apikey", "create", "--name", "bench", "--scope", "gateway:write")
+        .stdout.strip()
+        .splitlines()[-1]
+    )
+
+    port = _free_port()
+    gunicorn = subprocess.Popen(
+        [
+            str(Path(PYTHON).with_name("gunicorn")),
+            "xworkmate.wsgi:application",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(args.workers),
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
+    )
+    try:
+        _wait_ready(port, token, gunicorn)
+        for thread in range(THREADS):
+            key = f"agent:main:thread-{thread}"
+            status, body = _request(
+                port,
+                token,
+                "POST",
+                "/gateway/xworkmate.session.prepare",
+                {"appThreadKey": f"thread-{thread}", "openclawSessionKey": key, "runId": "run-1"},
+            )
+            assert status == 200, body
+            directory = Path(json.loads(body)["payload"]["artifactDirectory"])
+            (directory / "report.md").write_text(f"# report {thread}\n", encoding="utf-8")
+            if thread % 2:
+                _request(
+                    port,
+                    token,
+                    "POST",
+                    "/api/gateway/hooks/agent_end",
+                    {
+                        "event": {
+                            "runId": "run-1",
+                            "success": True,
+                            "messages": [{"role": "assistant", "content": "done"}],
+                        },
+                        "ctx": {"sessionKey": key},
+                    },
+                )
+
+        phases = [
+            "baseline GET /api/ping",
+            "tasks.get (no artifacts)",
+            "tasks.get (with artifacts)",
+            "session.prepare",
+        ]
+        rows = []
+        with ProcessPoolExecutor(max_workers=args.clients) as pool:
+            _run_phase(pool, port, token, phases[0], args.clients, 1.0)  # warm-up
+            for name in phases:
+                rows.append((name, _run_phase(pool, port, token, name, args.clients, args.seconds)))
+    finally:
+        gunicorn.terminate()
+        gunicorn.wait(timeout=30)
+
+    base = rows[0][1]["rps"]
+    print(
+        f"gunicorn --workers {args.workers}, PostgreSQL, {args.clients} concurrent clients, "
+        f"{args.seconds:g} s per call, {os.cpu_count()} CPUs"
+    )
+    print(
+        f"{'call':<28} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'vs baseline':>12} {'errors':>7}"
+    )
+    for name, row in rows:
+        print(
+            f"{name:<28} {row['rps']:>9.0f} {row['p50']:>8.1f} {row['p99']:>8.1f} "
+            f"{row['rps'] / base:>11.0%} {row['errors']:>7.0f}"
+        )
+    ratio = rows[1][1]["rps"] / base
+    verdict = "met" if ratio >= 0.4 else "NOT met"
+    print(f"target: tasks.get without artifacts >= 40% of baseline: {verdict} ({ratio:.0%})")
+    return 0 if all(row["errors"] == 0 for _, row in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,200 @@
+"""REST endpoints of the gateway beside the method table: hooks, native tasks, ping.
+
+- `POST /api/gateway/hooks/session_start` and `POST /api/gateway/hooks/agent_end`:
+  the bridge's hooks as REST calls (D-A14). Once the key is accepted they
+  always answer 200: a problem is logged with the contract's text and shows
+  only as `false` in the answer, as a hook in the original never failed its caller.
+- `POST /api/gateway/native-tasks`: the platform upserts its task-registry
+  records, which `xworkmate.tasks.get` reads first.
+- `GET /api/ping`: a constant answer for any valid key (the benchmark's baseline).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from xworkmate.auth import ApiKeyOrStaff, HasScope, request_key
+from xworkmate.gateway import GatewayError, parse_body
+from xworkmate.models import KEY_MAX_LENGTH, NativeTask
+from xworkmate.policies import task_string
+from xworkmate.services import native_task_upsert
+from xworkmate.sessions import agent_end_hook, session_start_hook
+
+logger = logging.getLogger("xworkmate.gateway")
+
+
+def _hook_body(request: Request, failure_log: str) -> dict[str, Any] | None:
+    """The JSON object of a hook call, or None (logged) when it is not one."""
+    limit = int(settings.XWORKMATE.get("gateway", "max_body_bytes"))
+    try:
+        # DRF has not parsed the body (request.data is never touched here).
+        return parse_body(request._request.read(limit + 1), limit=limit)
+    except GatewayError as exc:
+        logger.warning("%s: Error: %s", failure_log, exc.message)
+        return None
+
+
+def _object(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+_HOOK_REQUEST = inline_serializer(
+    "HookRequest",
+    {
+        "event": serializers.DictField(help_text="the hook's event object"),
+        "ctx": serializers.DictField(required=False, help_text="the hook's context object"),
+    },
+)
+
+
+class SessionStartHookView(APIView):
+    """`session_start(event)`: prepare the run's scope, then record the mapping."""
+
+    permission_classes = [HasScope]
+    required_scope = "gateway:write"
+
+    @extend_schema(
+        operation_id="hook_session_start",
+        summary="Hook session_start: prepare the task scope and record the mapping",
+        request=_HOOK_REQUEST,
+        responses={
+            200: inline_serializer(
+                "SessionStartHookAnswer",
+                {
+                    "ok": serializers.BooleanField(),
+                    "prepared": serializers.BooleanField(),
+                    "mapped": serializers.BooleanField(),
+                },
+            )
+        },
+        tags=["gateway hooks"],
+    )
+    def post(self, request: Request) -> Response:
+        body = _hook_body(request, "xworkmate session_start preparation failed")
+        result = session_start_hook(_object((body or {}).get("event")), request_key(request))
+        return Response({"ok": True, "prepared": result.prepared, "mapped": result.mapped})
+
+
+class AgentEndHookView(APIView):
+    """`agent_end(event, ctx)`: record the run as completed or failed."""
+
+    permission_classes = [HasScope]
+    required_scope = "gateway:write"
+
+    @extend_schema(
+        operation_id="hook_agent_end",
+        summary="Hook agent_end: record the terminal run state and final assistant text",
+        request=_HOOK_REQUEST,
+        responses={
+            200: inline_serializer(
+                "AgentEndHookAnswer",
+                {"ok": serializers.BooleanField(), "recorded": serializers.BooleanField()},
+            )
+        },
+        tags=["gateway hooks"],
+    )
+    def post(self, request: Request) -> Response:
+        body = _hook_body(request, "xworkmate agent_end state capture failed") or {}
+        result = agent_end_hook(
+            _object(body.get("event")), _object(body.get("ctx")), request_key(request)
+        )
+        return Response({"ok": True, "recorded": result.recorded})
+
+
+_STATUSES = ", ".join(s for s, _ in NativeTask.STATUSES)
+
+
+class NativeTaskUpsertView(APIView):
+    """Create or update one native task record; terminal statuses are sticky."""
+
+    permission_classes = [HasScope]
+    required_scope = "gateway:write"
+
+    class InputSerializer(serializers.Serializer):  # type: ignore[type-arg]
+        sessionKey = serializers.CharField(max_length=KEY_MAX_LENGTH)
+        task = serializers.DictField(
+            help_text="the registry record, returned as `task` by tasks.get; "
+            f"needs taskId and status ({_STATUSES}), may carry runId"
+        )
+
+        def validate_task(self, value: dict[str, Any]) -> dict[str, Any]:
+            task_id = task_string(value.get("taskId"))
+            if not task_id:
+                raise serializers.ValidationError("taskId: required, a non-empty string")
+            if len(task_id) > KEY_MAX_LENGTH:
+                raise serializers.ValidationError(
+                    f"taskId: must be at most {KEY_MAX_LENGTH} characters"
+                )
+            run_id = value.get("runId")
+            if run_id is not None and (
+                not isinstance(run_id, str) or len(run_id.strip()) > KEY_MAX_LENGTH
+            ):
+                raise serializers.ValidationError(
+                    f"runId: must be a string of at most {KEY_MAX_LENGTH} characters"
+                )
+            if value.get("status") not in {s for s, _ in NativeTask.STATUSES}:
+                raise serializers.ValidationError(
+                    f"status: must be one of {_STATUSES} (got {value.get('status')!r})"
+                )
+            return value
+
+    class OutputSerializer(serializers.Serializer):  # type: ignore[type-arg]
+        created = serializers.BooleanField()
+        applied = serializers.BooleanField(
+            help_text="false when a terminal status was already recorded (it stays)"
+        )
+        sessionKey = serializers.CharField(source="task.session_key")
+        taskId = serializers.CharField(source="task.task_id")
+        runId = serializers.CharField(source="task.run_id")
+        status = serializers.CharField(source="task.status")
+        task = serializers.DictField(source="task.record")
+        updatedAt = serializers.DateTimeField(source="task.updated_at")
+
+    @extend_schema(
+        operation_id="native_task_upsert",
+        summary="Upsert a native (OpenClaw task registry) task record",
+        request=InputSerializer,
+        responses={200: OutputSerializer, 201: OutputSerializer},
+        tags=["gateway"],
+    )
+    def post(self, request: Request) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        record: dict[str, Any] = data.validated_data["task"]
+        run_id = record.get("runId")
+        result = native_task_upsert(
+            session_key=data.validated_data["sessionKey"].strip(),
+            task_id=task_string(record.get("taskId")),
+            run_id=run_id.strip() if isinstance(run_id, str) else "",
+            status=str(record["status"]),
+            record=record,
+            now=timezone.now(),
+        )
+        return Response(
+            self.OutputSerializer(result).data,
+            status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
+        )
+
+
+class PingView(APIView):
+    """A constant body for any valid key: the benchmark's baseline for auth + DRF overhead."""
+
+    permission_classes = [ApiKeyOrStaff]
+
+    @extend_schema(
+        operation_id="ping",
+        summary="Constant answer for any valid API key",
+        responses={200: inline_serializer("Ping", {"ok": serializers.BooleanField()})},
+        tags=["service"],
+    )
+    def get(self, request: Request) -> Response:
+        return Response({"ok": True})

@@ -1,0 +1,451 @@
+"""The gateway's session methods and hooks (contract §13.0-§13.2, §14.3).
+
+`xworkmate.session.prepare` and `xworkmate.tasks.get` are gateway handlers
+(registered in apps.py); `session_start` and `agent_end` are the bridge hooks,
+called over REST (D-A14) through xworkmate.hooks_api. Here the params are read
+and checked and the payloads built, in the contract's key order; the writes
+are xworkmate.services, the reads xworkmate.selectors.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import DatabaseError
+from django.utils import timezone
+
+from artifacts.conf import artifact_settings
+
+# normalize_expected_artifact_dirs is the one normaliser of §7 (with D-A4):
+# prepare must check the dirs before the session key, as the original does,
+# and validate_prepare_params checks them after it.
+from artifacts.engine import (
+    export_artifacts,
+    normalize_expected_artifact_dirs,
+    prepare_artifact_scope,
+    validate_prepare_params,
+)
+from xworkmate.gateway import GatewayCall, GatewayError, scoped_params
+from xworkmate.models import KEY_MAX_LENGTH, ApiKey, NativeTask, SessionMapping, TaskRun
+from xworkmate.policies import (
+    app_status_from_task_status,
+    hook_string,
+    last_assistant_text,
+    sanitize_error,
+    sanitize_output,
+    schema_version_is_one,
+    task_string,
+    wire_time,
+)
+from xworkmate.selectors import (
+    mapping_for_session,
+    mapping_for_thread,
+    native_task_lookup,
+    visible_run,
+)
+from xworkmate.services import (
+    MappingInput,
+    session_mapping_record,
+    session_prepare,
+    task_run_record_terminal,
+)
+
+logger = logging.getLogger("xworkmate.gateway")
+
+MODE = "gateway-chat"
+CREATED_AT_MAX_LENGTH = 64
+
+
+def _check_length(field: str, value: str, limit: int = KEY_MAX_LENGTH) -> None:
+    if len(value) > limit:
+        raise GatewayError(f"{field} must be at most {limit} characters")
+
+
+def _metadata_envelope(params: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`params.xworkmate || params.xworkmateMetadata || params` (plain objects only)."""
+    for key in ("xworkmate", "xworkmateMetadata"):
+        value = params.get(key)
+        if isinstance(value, dict):
+            return value
+    return params
+
+
+def read_mapping_request(params: Mapping[str, Any]) -> MappingInput:
+    """§13.1 steps 1-2: the mapping metadata, checked in the original's order, writing nothing."""
+    env = _metadata_envelope(params)
+    if not schema_version_is_one(env.get("schemaVersion")):
+        raise GatewayError("schemaVersion must be 1")
+    app_thread_key = task_string(env.get("appThreadKey"))
+    if not app_thread_key:
+        raise GatewayError("appThreadKey required")
+    expected_dirs = normalize_expected_artifact_dirs(env.get("expectedArtifactDirs"))
+    # JS `??`: an empty top-level string does not fall back to the envelope.
+    raw_key = params.get("openclawSessionKey")
+    session_key = task_string(env.get("openclawSessionKey") if raw_key is None else raw_key)
+    if not session_key:
+        raise GatewayError("openclawSessionKey required")
+    created_at = task_string(env.get("createdAt"))
+    _check_length("appThreadKey", app_thread_key)
+    _check_length("openclawSessionKey", session_key)
+    _check_length("createdAt", created_at, CREATED_AT_MAX_LENGTH)
+    return MappingInput(
+        app_thread_key=app_thread_key,
+        session_key=session_key,
+        expected_dirs=expected_dirs,
+        created_at_text=created_at,
+    )
+
+
+def mapping_payload(mapping: SessionMapping) -> dict[str, Any]:
+    """`XWorkmateSessionMappingV1`, in its key order."""
+    return {
+        "schemaVersion": 1,
+        "appThreadKey": mapping.app_thread_key,
+        "openclawSessionKey": mapping.session.session_key,
+        "expectedArtifactDirs": list(mapping.expected_artifact_dirs),
+        "createdAt": mapping.created_at_text,
+        "updatedAt": wire_time(mapping.updated_at),
+        "source": mapping.source,
+    }
+
+
+# --- xworkmate.session.prepare ----------------------------------------------------
+
+
+def session_prepare_method(call: GatewayCall) -> dict[str, Any]:
+    """§13.1, with D-A6: every param is checked before the first write.
+
+    The original wrote the mapping before checking runId and the workspace
+    (Q4); here a call that will fail writes nothing, and the CONFLICT comes
+    only from the mapping (D-A5), never from a message that says "conflict".
+    """
+    params = call.params  # already scoped to a bound key's run by the dispatcher (§13.0)
+    request = read_mapping_request(params)
+    settings = artifact_settings()
+    engine_params = {
+        **params,
+        "openclawSessionKey": request.session_key,
+        "expectedArtifactDirs": request.expected_dirs,
+    }
+    plan = validate_prepare_params(engine_params, settings)
+    _check_length("runId", plan.identity.run_id)
+    mapping, prepared = session_prepare(
+        request=request,
+        run_id=plan.identity.run_id,
+        engine_params=engine_params,
+        artifact_settings=settings,
+        now=timezone.now(),
+    )
+    return {
+        **prepared,
+        "mapping": mapping_payload(mapping),
+        "appThreadKey": mapping.app_thread_key,
+        "openclawSessionKey": mapping.session.session_key,
+    }
+
+
+# --- xworkmate.tasks.get -------------------------------------------------------------
+
+
+def _lookup_error(code: str, message: str) -> dict[str, Any]:
+    return {"ok": False, "code": code, "message": message}
+
+
+def _find_native_task(session_key: str, token: str) -> NativeTask | None:
+    try:
+        return native_task_lookup(session_key, token)
+    except DatabaseError as exc:
+        # As the original: a failing registry means "no native task", logged.
+        logger.warning(
+            "xworkmate native task lookup failed: sessionKey=%s error=Error: %s", session_key, exc
+        )
+        return None
+
+
+@dataclass(frozen=True)
+class _Lookup:
+    params: dict[str, Any]
+    mapping: SessionMapping | None
+    app_thread_key: str
+    session_key: str
+    run_id: str
+    task_id: str
+    include_artifacts: bool
+
+    def common(self) -> dict[str, Any]:
+        """`mode`, `mapping?`, `appThreadKey`, `openclawSessionKey`, in payload order."""
+        fields: dict[str, Any] = {"mode": MODE}
+        if self.mapping is not None:
+            fields["mapping"] = mapping_payload(self.mapping)
+        fields["appThreadKey"] = (
+            self.mapping.app_thread_key if self.mapping is not None else self.app_thread_key
+        )
+        fields["openclawSessionKey"] = self.session_key
+        return fields
+
+    @property
+    def expected_dirs(self) -> list[str]:
+        return list(self.mapping.expected_artifact_dirs) if self.mapping is not None else []
+
+    def export(self, run_id: str) -> dict[str, object]:
+        # The mapping's dirs win over the params' dirs, even when they are [].
+        dirs: object = (
+            self.mapping.expected_artifact_dirs
+            if self.mapping is not None
+            else self.params.get("expectedArtifactDirs")
+        )
+        include_content = self.params.get("includeContent")
+        return export_artifacts(
+            {
+                **self.params,
+                "openclawSessionKey": self.session_key,
+                "runId": run_id,
+                "expectedArtifactDirs": dirs,
+                "includeContent": False if include_content is None else include_content,
+            },
+            artifact_settings(),
+        )
+
+
+def _artifact_fields(exported: Mapping[str, object] | None, *, optional: bool) -> dict[str, Any]:
+    """The export's part of a tasks.get payload, in the contract's key order.
+
+    `optional`: the keys marked `?` in §13.2 are left out when nothing was
+    exported (undefined in the original, so absent, never null).
+    """
+    fields: dict[str, Any] = {}
+    if exported is not None or not optional:
+        source = exported or {}
+        for key in ("artifactScope", "remoteWorkingDirectory", "remoteWorkspaceRefKind"):
+            fields[key] = source.get(key)
+        fields["scopeKind"] = source.get("scopeKind")
+    fields["artifacts"] = _as_list(exported.get("artifacts") if exported is not None else None)
+    if exported is not None:
+        fields["constraintSatisfied"] = exported["constraintSatisfied"]
+        fields["missingRequiredExtensions"] = exported["missingRequiredExtensions"]
+    fields["warnings"] = _as_list(exported.get("warnings") if exported is not None else None)
+    return fields
+
+
+def _as_list(value: object) -> list[Any]:
+    return list(value) if isinstance(value, list) else []
+
+
+def tasks_get_method(call: GatewayCall) -> dict[str, Any]:
+    """§13.2: native task, else the recorded run, else artifact evidence, else a lookup error."""
+    params = call.params  # already scoped to a bound key's run by the dispatcher (§13.0)
+    app_thread_key = task_string(params.get("appThreadKey"))
+    explicit_key = task_string(params.get("openclawSessionKey"))
+    mapping: SessionMapping | None = None
+    if explicit_key:
+        mapping = mapping_for_session(explicit_key)
+    elif app_thread_key:
+        mapping = mapping_for_thread(app_thread_key)
+        if mapping is None:
+            return _lookup_error(
+                "mapping_not_found", f"No OpenClaw session mapping found for {app_thread_key}"
+            )
+    session_key = mapping.session.session_key if mapping is not None else explicit_key
+    if not session_key:
+        return _lookup_error("invalid_lookup", "openclawSessionKey or appThreadKey required")
+    lookup = _Lookup(
+        params=params,
+        mapping=mapping,
+        app_thread_key=app_thread_key,
+        session_key=session_key,
+        run_id=task_string(params.get("runId")),
+        task_id=task_string(params.get("taskId")),
+        include_artifacts=params.get("includeArtifacts") is not False,
+    )
+    native = _find_native_task(session_key, lookup.task_id or lookup.run_id)
+    if native is not None and isinstance(native.record, dict):
+        return _native_payload(lookup, native.record)
+    exported = lookup.export(lookup.run_id) if lookup.include_artifacts and lookup.run_id else None
+    run = visible_run(session_key, lookup.run_id) if lookup.run_id else None
+    if run is not None:
+        return _recorded_payload(lookup, run, exported)
+    if exported is not None and _as_list(exported.get("artifacts")):
+        return _evidence_payload(lookup, exported)
+    error = _lookup_error(
+        "no_native_task_record" if (lookup.run_id or lookup.task_id) else "task_not_found",
+        f"No native OpenClaw task record found for {session_key}",
+    )
+    if mapping is not None:
+        error["mapping"] = mapping_payload(mapping)
+        error["expectedArtifactDirs"] = lookup.expected_dirs
+    return error
+
+
+def _native_payload(lookup: _Lookup, task: dict[str, Any]) -> dict[str, Any]:
+    """§13.2 A. `success` is true even for a failed native task (Q7, D-A7)."""
+    task_run_id = task_string(task.get("runId"))
+    task_task_id = task_string(task.get("taskId"))
+    exported = None
+    if lookup.include_artifacts:
+        export_run = lookup.run_id or task_run_id or task_task_id
+        if not export_run:
+            raise GatewayError("runId required")
+        exported = lookup.export(export_run)
+    task_status = task_string(task.get("status")) or "running"
+    payload: dict[str, Any] = {
+        "success": True,
+        "status": app_status_from_task_status(task_status),
+        "taskStatus": task_status,
+        **lookup.common(),
+        "runId": lookup.run_id or task_run_id,
+        "taskId": lookup.task_id or task_task_id,
+        "task": task,
+        "expectedArtifactDirs": lookup.expected_dirs,
+        **_artifact_fields(exported, optional=True),
+    }
+    payload["artifactCount"] = len(payload["artifacts"])
+    return payload
+
+
+def _recorded_payload(
+    lookup: _Lookup, run: TaskRun, exported: Mapping[str, object] | None
+) -> dict[str, Any]:
+    """§13.2 B: the run recorded by session.prepare (running) or agent_end (terminal)."""
+    running = run.status == TaskRun.RUNNING
+    task_id = lookup.task_id or lookup.run_id
+    task: dict[str, Any] = {
+        "taskId": task_id,
+        "runId": run.run_id,
+        "status": run.status,
+        "success": run.success,
+        "source": "xworkmate_run_state",
+        "startedAt": wire_time(run.started_at),
+        "updatedAt": wire_time(run.updated_at),
+    }
+    if run.completed_at is not None:
+        task["completedAt"] = wire_time(run.completed_at)
+    if run.error:
+        task["error"] = run.error
+    payload: dict[str, Any] = {
+        "success": True if running else run.success,
+        "status": run.status,
+        "taskStatus": run.status,
+        "terminal": not running,
+        "terminalSource": "session_prepare" if running else "agent_end",
+        **lookup.common(),
+        "runId": lookup.run_id,
+        "taskId": task_id,
+        "task": task,
+    }
+    if run.output:
+        payload["output"] = run.output
+        payload["resultSummary"] = run.output
+    if run.error:
+        payload["error"] = run.error
+    if run.output or run.error:
+        payload["message"] = run.output or run.error
+    payload["expectedArtifactDirs"] = lookup.expected_dirs
+    payload.update(_artifact_fields(exported, optional=True))
+    payload["artifactCount"] = len(payload["artifacts"])
+    return payload
+
+
+EVIDENCE_WARNING = (
+    "Native OpenClaw task record was unavailable for {key}; "
+    "artifacts are present but task status is unknown."
+)
+
+
+def _evidence_payload(lookup: _Lookup, exported: Mapping[str, object]) -> dict[str, Any]:
+    """§13.2 C: files but no task record: status unknown, the bridge adjudicates."""
+    task_id = lookup.task_id or lookup.run_id
+    payload: dict[str, Any] = {
+        "success": False,
+        "status": "unknown",
+        "taskStatus": "unknown",
+        "evidence": "artifacts_present",
+        **lookup.common(),
+        "runId": lookup.run_id,
+        "taskId": task_id,
+        "task": {
+            "taskId": task_id,
+            "runId": lookup.run_id,
+            "status": "unknown",
+            "source": "artifact_fallback",
+        },
+        "expectedArtifactDirs": lookup.expected_dirs,
+        **_artifact_fields(exported, optional=False),
+    }
+    payload["warnings"].append(EVIDENCE_WARNING.format(key=lookup.session_key))
+    payload["artifactCount"] = len(payload["artifacts"])
+    return payload
+
+
+# --- hooks (§14.3, D-A14): they never fail the caller -------------------------------
+
+
+@dataclass(frozen=True)
+class HookResult:
+    prepared: bool = False
+    mapped: bool = False
+    recorded: bool = False
+
+
+def session_start_hook(event: Mapping[str, Any], api_key: ApiKey | None) -> HookResult:
+    """Prepare the run's scope, then record the mapping with source "session_start".
+
+    Two steps, each checking all its params before it writes: a session that
+    starts without an app thread still gets its scope (the agent writes
+    there), only the mapping is skipped (case G127). No run record is written.
+    """
+    context = event.get("context")
+    raw = context if context is not None else event
+    params = scoped_params(raw if isinstance(raw, dict) else {}, api_key)
+    if not hook_string(params.get("openclawSessionKey")) or not params.get("runId"):
+        return HookResult()  # a legacy `sessionKey` alone does nothing
+    prepared = False
+    try:
+        prepare_artifact_scope(params, artifact_settings())
+        prepared = True
+        request = read_mapping_request(params)
+        session_mapping_record(request=request, source="session_start", now=timezone.now())
+    except GatewayError as exc:
+        logger.warning("xworkmate session_start preparation failed: Error: %s", exc.message)
+        return HookResult(prepared=prepared)
+    # D-A14: whatever breaks, the hook's caller is not failed; the traceback is logged.
+    except Exception as exc:
+        logger.exception("xworkmate session_start preparation failed: Error: %s", exc)
+        return HookResult(prepared=prepared)
+    return HookResult(prepared=True, mapped=True)
+
+
+def agent_end_hook(
+    event: Mapping[str, Any], ctx: Mapping[str, Any], api_key: ApiKey | None
+) -> HookResult:
+    """Record the run's terminal state with the final assistant text and redacted error."""
+    raw_key = ctx.get("sessionKey")
+    session_key = hook_string(event.get("sessionKey") if raw_key is None else raw_key)
+    raw_run = event.get("runId")
+    run_id = hook_string(ctx.get("runId") if raw_run is None else raw_run)
+    if api_key is not None and api_key.is_bound:
+        # An agent key reports only its own run (the trusted scope of §13.0).
+        session_key, run_id = api_key.bound_session_key, api_key.bound_run_id
+    if not session_key or not run_id:
+        return HookResult()
+    try:
+        _check_length("sessionKey", session_key)
+        _check_length("runId", run_id)
+        task_run_record_terminal(
+            session_key=session_key,
+            run_id=run_id,
+            success=event.get("success") is True,
+            output=sanitize_output(last_assistant_text(event.get("messages"))),
+            error=sanitize_error(event.get("error")),
+            now=timezone.now(),
+        )
+    except GatewayError as exc:
+        logger.warning("xworkmate agent_end state capture failed: Error: %s", exc.message)
+        return HookResult()
+    # D-A14: whatever breaks, the hook's caller is not failed; the traceback is logged.
+    except Exception as exc:
+        logger.exception("xworkmate agent_end state capture failed: Error: %s", exc)
+        return HookResult()
+    return HookResult(recorded=True)
