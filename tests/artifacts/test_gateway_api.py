@@ -219,3 +219,39 @@ def test_a_staff_user_downloads_from_the_admin(client, db, report, owner):
     response = client.get("/api/artifacts/download", query)
     assert response.status_code == 200 and b"".join(response.streaming_content) == b"# Done\n"
     os.sync()
+
+
+def test_the_readme_artifact_example(owner, workspace):
+    """README "Example: export, read by ref, a foreign read, download", value by value."""
+    session = "agent:main:thread-42"
+    prepared = owner.post("/gateway/xworkmate.session.prepare", {
+        "schemaVersion": 1, "appThreadKey": "thread-42", "openclawSessionKey": session,
+        "runId": "run-1"})
+    scope = Path(prepared.json()["payload"]["artifactDirectory"])
+    write(scope / "report.md", "# Weekly report\n")
+    write(scope / "charts" / "sales.png", b"\x89PNG\r\n\x1a\n" + b"\0" * 2000)
+    payload = owner.post("/gateway/xworkmate.artifacts.export", {
+        "openclawSessionKey": session, "runId": "run-1", "maxInlineBytes": 1024,
+        "requiredArtifactExtensions": ["md", "pdf"]}).json()["payload"]
+    report, chart = payload["artifacts"]
+    assert payload["artifactScope"] == "tasks/agent_main_thread-42/run-1"
+    assert (report["sha256"], report["content"]) == (
+        "a4415c2c76f76230ec2684b92b33f3c6e54b4ac31c07afd7c2af8f5727958975", "IyBXZWVrbHkgcmVwb3J0Cg==")
+    assert chart["sha256"] == "3e42873f5cc6be56533a4b6acde579f557fe5e3bea979e8f36de0a4e7bb1539a"
+    assert "content" not in chart
+    assert payload["warnings"] == ["charts/sales.png exceeds maxInlineBytes and was not inlined"]
+    assert (payload["constraintSatisfied"], payload["missingRequiredExtensions"]) == (False, ["pdf"])
+    ref = chart["artifactRef"]
+    read = owner.post("/gateway/xworkmate.artifacts.read",
+                      {"openclawSessionKey": session, "runId": "run-1", "artifactRef": ref})
+    assert read.json()["payload"]["artifacts"][0]["content"].startswith("iVBORw0KGgo")
+    foreign = owner.post("/gateway/xworkmate.artifacts.read",
+                         {"openclawSessionKey": "agent:main:thread-43", "runId": "run-1",
+                          "artifactRef": ref})
+    assert foreign.status_code == 400
+    assert foreign.json()["error"]["message"] == "artifactRef does not match sessionKey/runId"
+    download = owner.post("/api/artifacts/download",
+                          {"openclawSessionKey": session, "runId": "run-1", "artifactRef": ref})
+    assert (download.status_code, download["Content-Type"], download["Content-Length"]) == (
+        200, "image/png", "2008")
+    assert download["Content-Disposition"] == 'attachment; filename="sales.png"'
