@@ -192,8 +192,8 @@ class PeriodicJobStateAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         return False
 
 
-class _ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
-    """The gateway's state: people look, the gateway writes (through the services)."""
+class _NoWrites:
+    """People look; the gateway writes (through the services). For admins and inlines."""
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
@@ -205,9 +205,12 @@ class _ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         return False
 
 
-class SessionMappingInline(admin.StackedInline):  # type: ignore[type-arg]
+class _ReadOnlyAdmin(_NoWrites, admin.ModelAdmin):  # type: ignore[type-arg]
+    """The gateway's state: read-only pages."""
+
+
+class SessionMappingInline(_NoWrites, admin.StackedInline):  # type: ignore[type-arg]
     model = SessionMapping
-    can_delete = False
     extra = 0
     readonly_fields = (
         "app_thread_key",
@@ -218,16 +221,9 @@ class SessionMappingInline(admin.StackedInline):  # type: ignore[type-arg]
         "updated_at",
     )
 
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
-class TaskRunInline(admin.TabularInline):  # type: ignore[type-arg]
+class TaskRunInline(_NoWrites, admin.TabularInline):  # type: ignore[type-arg]
     model = TaskRun
-    can_delete = False
     extra = 0
     show_change_link = True
     fields = (
@@ -241,12 +237,6 @@ class TaskRunInline(admin.TabularInline):  # type: ignore[type-arg]
     )
     readonly_fields = fields
     ordering = ("-updated_at", "-id")
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(SessionEntry)

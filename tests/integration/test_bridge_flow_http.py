@@ -15,6 +15,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,7 +24,7 @@ from tests.integration.conftest import database_url, free_port, wait_for
 from xworkmate.services import api_key_create
 
 
-def _call(base: str, token: str, path: str, body: dict) -> tuple[int, dict | bytes, dict]:
+def _call(base: str, token: str, path: str, body: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
     request = urllib.request.Request(
         base + path, data=json.dumps(body).encode(), method="POST",
         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
