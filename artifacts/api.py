@@ -10,7 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import FileResponse
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_serializer,
+)
 from rest_framework import serializers
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import PermissionDenied
@@ -55,6 +60,7 @@ class ArtifactDownloadApi(APIView):
     permission_classes = [_GatewayReadOrStaff]
     required_scope = "gateway:read"
 
+    @extend_schema_serializer(component_name="ArtifactDownloadInput")
     class InputSerializer(serializers.Serializer[Any]):
         artifactRef = serializers.CharField()
         openclawSessionKey = serializers.CharField()
@@ -94,9 +100,7 @@ class ArtifactDownloadApi(APIView):
         return self._download(request, body)
 
     def _download(self, request: Request, raw: dict[str, Any]) -> Response | FileResponse:
-        params = scoped_params(
-            {k: raw[k] for k in _REF_PARAMS if k in raw}, request_key(request)
-        )
+        params = scoped_params({k: raw[k] for k in _REF_PARAMS if k in raw}, request_key(request))
         try:
             opened = engine.open_artifact_by_ref(
                 str(params.get("artifactRef", "")), params, artifact_settings()
@@ -126,6 +130,7 @@ class ArtifactToolApi(APIView):
     permission_classes = [HasScope]
     required_scope = "gateway:read"
 
+    @extend_schema_serializer(component_name="ArtifactToolInput")
     class InputSerializer(serializers.Serializer[Any]):
         action = serializers.ChoiceField(choices=["list", "read"])
         relativePath = serializers.CharField(required=False)

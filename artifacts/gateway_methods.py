@@ -12,6 +12,7 @@ from typing import Any
 
 from artifacts import engine
 from artifacts.conf import artifact_settings
+from xworkmate import gateway_docs
 from xworkmate.gateway import GatewayCall, GatewayMethod
 
 
@@ -43,6 +44,7 @@ METHODS = (
             "the scope is empty): paths, labels, content types, sizes, SHA-256, a signed "
             "`artifactRef` each, inline base64 up to maxInlineBytes, warnings, constraints."
         ),
+        params_doc=gateway_docs.EXPORT,
         tags=("gateway", "artifacts"),
     ),
     GatewayMethod(
@@ -55,6 +57,7 @@ METHODS = (
             "the shared media roots) into `artifacts/<label>/` of the scope; name clashes get "
             "a numeric suffix and a warning."
         ),
+        params_doc=gateway_docs.COLLECT_AND_SNAPSHOT,
         tags=("gateway", "artifacts"),
     ),
     GatewayMethod(
@@ -62,6 +65,7 @@ METHODS = (
         _list,
         "gateway:read",
         "List the task run's artifacts (metadata only)",
+        params_doc=gateway_docs.LIST,
         tags=("gateway", "artifacts"),
     ),
     GatewayMethod(
@@ -72,6 +76,7 @@ METHODS = (
         description=(
             "The same checks as export; a file changed since its ref was issued is refused."
         ),
+        params_doc=gateway_docs.READ,
         tags=("gateway", "artifacts"),
     ),
 )

@@ -6,7 +6,13 @@ import time
 from typing import Any
 
 from django.conf import settings
-from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_serializer,
+    inline_serializer,
+)
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -24,6 +30,7 @@ class SchedulePreviewApi(APIView):
     permission_classes = [HasScope]
     required_scope = "plans:read"
 
+    @extend_schema_serializer(component_name="SchedulePreviewInput")
     class InputSerializer(serializers.Serializer[Any]):
         schedule = serializers.DictField(
             help_text='{"kind": "cron", "expr": "30 2 * * *", "tz": "America/New_York"}, '
@@ -41,6 +48,7 @@ class SchedulePreviewApi(APIView):
             required=False, help_text="zone of a cron schedule without tz; default plans.time_zone"
         )
 
+    @extend_schema_serializer(component_name="SchedulePreviewRun")
     class RunSerializer(serializers.Serializer[Any]):
         ms = serializers.IntegerField()
         iso = serializers.CharField(help_text="UTC, milliseconds, Z")

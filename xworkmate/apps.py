@@ -16,11 +16,13 @@ class XworkmateConfig(AppConfig):
 
     def ready(self) -> None:
         checks.register(_periodic_job_tasks_exist, checks.Tags.compatibility)
+        import xworkmate.schema  # noqa: F401 (registers the API key scheme with drf-spectacular)
         _register_gateway_methods()
 
 
 def _register_gateway_methods() -> None:
     """The first two methods of the contract's order (§1.4); the artifacts app adds four."""
+    from xworkmate import gateway_docs
     from xworkmate.gateway import GatewayMethod, register_method
     from xworkmate.sessions import session_prepare_method, tasks_get_method
 
@@ -36,6 +38,7 @@ def _register_gateway_methods() -> None:
                 "before anything is written; a thread or session already mapped elsewhere "
                 "is CONFLICT."
             ),
+            params_doc=gateway_docs.SESSION_PREPARE,
         )
     )
     register_method(
@@ -49,6 +52,7 @@ def _register_gateway_methods() -> None:
                 "native task, else the recorded run, else artifact evidence. Lookup "
                 "failures are successful payloads with `ok: false` and a `code`."
             ),
+            params_doc=gateway_docs.TASKS_GET,
         )
     )
 

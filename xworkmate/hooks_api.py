@@ -16,7 +16,7 @@ from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema, extend_schema_serializer, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -119,6 +119,7 @@ class NativeTaskUpsertView(APIView):
     permission_classes = [HasScope]
     required_scope = "gateway:write"
 
+    @extend_schema_serializer(component_name="NativeTaskUpsertInput")
     class InputSerializer(serializers.Serializer):  # type: ignore[type-arg]
         sessionKey = serializers.CharField(max_length=KEY_MAX_LENGTH)
         task = serializers.DictField(
@@ -147,6 +148,7 @@ class NativeTaskUpsertView(APIView):
                 )
             return value
 
+    @extend_schema_serializer(component_name="NativeTaskUpsertOutput")
     class OutputSerializer(serializers.Serializer):  # type: ignore[type-arg]
         created = serializers.BooleanField()
         applied = serializers.BooleanField(

@@ -123,10 +123,6 @@ SPECTACULAR_SETTINGS = {
         "xworkmate.auth.ApiKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "APPEND_COMPONENTS": {
-        "securitySchemes": {"ApiKey": {"type": "http", "scheme": "bearer"}},
-    },
-    "SECURITY": [{"ApiKey": []}],
     # Serve Swagger UI from the installed package: the docs page must work
     # on machines without internet access.
     "SWAGGER_UI_DIST": "SIDECAR",

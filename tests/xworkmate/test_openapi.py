@@ -51,3 +51,32 @@ def test_the_schema_documents_the_rest_endpoints(reader):
     preview = paths["/api/plans/schedule-preview"]["post"]
     assert preview["operationId"] == "plans_schedule_preview"
     assert "plans:read" in preview["description"]
+
+
+def test_the_schema_documents_the_six_contract_methods_with_their_params(reader):
+    paths = reader.get("/api/schema/?format=json").json()["paths"]
+    contract = [
+        "xworkmate.session.prepare", "xworkmate.tasks.get", "xworkmate.artifacts.export",
+        "xworkmate.artifacts.collect-and-snapshot", "xworkmate.artifacts.list",
+        "xworkmate.artifacts.read",
+    ]
+    for name in contract:
+        operation = paths[f"/gateway/{name}"]["post"]
+        body = operation["requestBody"]["content"]["application/json"]["schema"]
+        assert "runId" in body["properties"], name
+    prepare = paths["/gateway/xworkmate.session.prepare"]["post"]["requestBody"]
+    assert prepare["content"]["application/json"]["schema"]["required"] == [
+        "appThreadKey", "openclawSessionKey", "runId",
+    ]
+    for rest in ("/api/artifacts/download", "/api/artifacts/tool", "/api/gateway/native-tasks",
+                 "/api/gateway/hooks/agent_end", "/api/gateway/hooks/session_start"):
+        assert rest in paths, rest
+
+
+def test_the_schema_generates_without_warnings(transactional_db, tmp_path):
+    """drf-spectacular's own validation, failing on any warning (name clashes, unknown auth)."""
+    from tests.conftest import manage
+
+    result = manage("spectacular", "--validate", "--fail-on-warn", "--file", str(tmp_path / "s.yaml"))
+    assert result.returncode == 0, result.stderr
+    assert "ApiKey" in (tmp_path / "s.yaml").read_text()
