@@ -14,8 +14,8 @@ from datetime import datetime
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, User
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q
-from django.db.models.functions import Coalesce
+from django.db.models import DateTimeField, F, Q, Value
+from django.db.models.functions import Coalesce, Greatest
 
 from artifacts.engine import ArtifactSettings, prepare_artifact_scope
 from xworkmate.config import PeriodicJob
@@ -383,6 +383,9 @@ def native_task_upsert(
     arrive in.
     """
     terminal = status in NativeTask.TERMINAL_STATUSES
+    # A concurrent first upsert may have created the row with a `now` taken a
+    # moment after ours: never let the update time fall before the creation.
+    updated_at = Greatest(F("created_at"), Value(now, output_field=DateTimeField()))
     with transaction.atomic():
         for _ in range(2):
             changed = (
@@ -392,8 +395,8 @@ def native_task_upsert(
                     status=status,
                     run_id=run_id,
                     record=record,
-                    updated_at=now,
-                    terminal_at=Coalesce(F("terminal_at"), now) if terminal else None,
+                    updated_at=updated_at,
+                    terminal_at=Coalesce(F("terminal_at"), updated_at) if terminal else None,
                 )
             )
             if changed:

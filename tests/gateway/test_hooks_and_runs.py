@@ -218,3 +218,19 @@ def test_the_purge_task_is_a_celery_task(db):
 
     assert purge_task_run_history.name == "xworkmate.purge_task_run_history"
     assert purge_task_run_history.run() == 0
+
+
+def test_an_update_never_dates_before_a_concurrent_creation(db):
+    """The race seen on PostgreSQL: another request created the record with a `now`
+    taken just after ours; our update must not set updated_at before created_at."""
+    from xworkmate.services import native_task_upsert
+
+    later = timezone.now()
+    earlier = later - timedelta(milliseconds=2)
+    native_task_upsert(session_key="s", task_id="t", run_id="r", status="running",
+                       record={"taskId": "t"}, now=later)
+    result = native_task_upsert(session_key="s", task_id="t", run_id="r", status="failed",
+                                record={"taskId": "t"}, now=earlier)
+    task = NativeTask.objects.get(session_key="s", task_id="t")
+    assert result.applied and task.status == "failed"
+    assert task.updated_at == task.created_at == later and task.terminal_at == later
