@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from xworkmate.lib.beat_cron import beat_crontab
 from xworkmate.lib.durations import DurationError, format_duration, parse_duration
 from xworkmate.lib.timezones import TimeZoneError, get_zone
 
@@ -149,19 +150,8 @@ def _check_http_url(value: object) -> str:
 
 def _check_cron(value: object) -> str:
     text = _check_nonempty_str(value)
-    fields = text.split()
-    if len(fields) != 5:
-        raise ValueError(
-            f"must have 5 fields (minute hour day-of-month month day-of-week), got {len(fields)}"
-        )
     # Celery beat runs these jobs, so its own parser is the judge of what it accepts.
-    from celery.schedules import crontab
-
-    minute, hour, dom, month, dow = fields
-    try:
-        crontab(minute=minute, hour=hour, day_of_month=dom, month_of_year=month, day_of_week=dow)
-    except (ValueError, TypeError, KeyError) as exc:
-        raise ValueError(f"is not a valid cron expression: {exc}") from exc
+    beat_crontab(text)
     return text
 
 

@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from celery.schedules import crontab
-
 from xworkmate.config import PeriodicJob
+from xworkmate.lib.beat_cron import beat_crontab
 
 RUNNER_TASK = "xworkmate.run_periodic_job"
 
@@ -31,10 +30,7 @@ def beat_schedule(jobs: Iterable[PeriodicJob]) -> dict[str, dict[str, Any]]:
         else:
             if job.cron is None:
                 raise ValueError(f"periodic job {job.name!r} has neither every nor cron")
-            minute, hour, dom, month, dow = job.cron.split()
-            when = crontab(
-                minute=minute, hour=hour, day_of_month=dom, month_of_year=month, day_of_week=dow
-            )
+            when = beat_crontab(job.cron)
             expires = None
         entry: dict[str, Any] = {"task": RUNNER_TASK, "schedule": when, "args": (job.name,)}
         if expires:

@@ -10,9 +10,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
-from celery.schedules import crontab
-
 from xworkmate.config import PeriodicJob
+from xworkmate.lib.beat_cron import beat_crontab
 
 # How long a key's last_used_at may lag: we write it at most this often, so a
 # busy bridge does not turn every request into an UPDATE.
@@ -50,17 +49,9 @@ def next_fire_after(job: PeriodicJob, moment: datetime) -> datetime:
         return moment + job.every
     if job.cron is None:  # the config guarantees exactly one of every/cron
         raise ValueError(f"periodic job {job.name!r} has neither every nor cron")
-    minute, hour, dom, month, dow = job.cron.split()
-    schedule = crontab(
-        minute=minute,
-        hour=hour,
-        day_of_month=dom,
-        month_of_year=month,
-        day_of_week=dow,
-        # Celery measures "remaining" from its own clock; pin that clock to
-        # `moment` so the answer depends on the arguments only.
-        nowfun=lambda: moment,
-    )
+    # Celery measures "remaining" from its own clock; pin that clock to
+    # `moment` so the answer depends on the arguments only.
+    schedule = beat_crontab(job.cron, nowfun=lambda: moment)
     return moment + schedule.remaining_estimate(moment)
 
 
