@@ -10,13 +10,16 @@ and changes only through the gateway (the services), never by hand.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth.models import User
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 
 from xworkmate.models import (
@@ -311,25 +314,37 @@ class TaskRunAdmin(_ReadOnlyAdmin):
 
     @admin.display(description=_("artifacts"))
     def artifacts(self, obj: TaskRun) -> str:
-        """The run's current manifest, as tasks.get would list it (names, sizes, refs)."""
+        """The run's current manifest, as tasks.get would list it, each file a download link."""
         from artifacts.conf import artifact_settings
         from artifacts.engine import GatewayError, list_artifacts
 
+        ids = {"openclawSessionKey": obj.session.session_key, "runId": obj.run_id}
         try:
-            listed = list_artifacts(
-                {"openclawSessionKey": obj.session.session_key, "runId": obj.run_id},
-                artifact_settings(),
-            )
+            listed = list_artifacts(ids, artifact_settings())
         except GatewayError as exc:
             return str(exc)
-        rows = listed.get("artifacts")
-        if not isinstance(rows, list) or not rows:
+        found = listed.get("artifacts")
+        rows = [row for row in found if isinstance(row, dict)] if isinstance(found, list) else []
+        if not rows:
             return str(_("No artifacts found for this task run."))
-        return "\n".join(
-            f"{row.get('relativePath')} ({row.get('sizeBytes')} B, sha256 "
-            f"{str(row.get('sha256'))[:12]}) ref {row.get('artifactRef')}"
-            for row in rows
-            if isinstance(row, dict)
+        download = reverse("artifacts-download")
+        return format_html(
+            "<ul class=\"xworkmate-artifacts\">{}</ul>",
+            format_html_join(
+                "",
+                '<li><a href="{}?{}">{}</a> ({} B, {}, sha256 <code>{}</code>)</li>',
+                (
+                    (
+                        download,
+                        urlencode({**ids, "artifactRef": row.get("artifactRef", "")}),
+                        row.get("relativePath"),
+                        row.get("sizeBytes"),
+                        row.get("contentType"),
+                        str(row.get("sha256"))[:12],
+                    )
+                    for row in rows
+                ),
+            ),
         )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 
 import pytest
@@ -63,5 +64,9 @@ def test_the_admin_shows_sessions_mappings_runs_and_native_tasks_read_only(clien
     run = TaskRun.objects.get()
     detail = client.get(f"/admin/xworkmate/taskrun/{run.pk}/change/").content.decode()
     assert "report.md" in detail and "api_key=&lt;redacted&gt;" in detail and "sk-x" not in detail
+    # Each artifact links to its streamed download, which the staff session may fetch.
+    link = re.search(r'href="(/api/artifacts/download\?[^"]+)"', detail).group(1)
+    download = client.get(html.unescape(link))
+    assert download.status_code == 200 and b"".join(download.streaming_content) == b"# r\n"
     assert client.post(f"/admin/xworkmate/taskrun/{run.pk}/delete/", {"post": "yes"}).status_code == 403
     assert TaskRun.objects.filter(pk=run.pk).exists()
