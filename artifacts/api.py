@@ -24,10 +24,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from artifacts import engine
-from artifacts.conf import artifact_settings
+from artifacts.services import artifact_settings
 from xworkmate.api_errors import error_body
 from xworkmate.auth import ApiKeyAuthentication, HasScope, key_has_scope, request_key
-from xworkmate.gateway import scoped_params
+from xworkmate.lib.errors import GatewayError
+from xworkmate.methods import scoped_params
 
 _REF_PARAMS = ("artifactRef", "openclawSessionKey", "runId", "workspaceDir")
 
@@ -46,7 +47,7 @@ class _GatewayReadOrStaff(HasScope):
         return False
 
 
-def _failure(exc: engine.GatewayError) -> Response:
+def _failure(exc: GatewayError) -> Response:
     # A missing file is 404 for a download (the bridge maps "no such file" to
     # artifact_missing); the code and message stay the contract's.
     status = 404 if isinstance(exc, engine.ArtifactMissingError) else exc.http_status
@@ -105,7 +106,7 @@ class ArtifactDownloadApi(APIView):
             opened = engine.open_artifact_by_ref(
                 str(params.get("artifactRef", "")), params, artifact_settings()
             )
-        except engine.GatewayError as exc:
+        except GatewayError as exc:
             return _failure(exc)
         response = FileResponse(
             opened.file,
@@ -174,6 +175,6 @@ class ArtifactToolApi(APIView):
         )
         try:
             text = engine.tool_execute(body, context, artifact_settings())
-        except engine.GatewayError as exc:
+        except GatewayError as exc:
             return _failure(exc)
         return Response({"content": [{"type": "text", "text": text}], "details": {}})

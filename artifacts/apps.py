@@ -10,8 +10,10 @@ class ArtifactsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from artifacts.gateway_methods import METHODS
-        from xworkmate.gateway import register_method
+        # The four artifact methods, after the gateway app's two (§1.4: the
+        # contract's order; INSTALLED_APPS lists the gateway app first).
+        from artifacts.methods import METHODS
+        from xworkmate.methods import register_method
 
         for method in METHODS:
             register_method(method)

@@ -18,10 +18,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from plans.schedule import ScheduleError, ms_to_iso
+from plans.schedule import ScheduleError
 from plans.selectors import MAX_PREVIEW_RUNS, schedule_preview
 from xworkmate.api_errors import error_body
 from xworkmate.auth import HasScope
+from xworkmate.lib.jstime import ms_to_iso
 
 
 class SchedulePreviewApi(APIView):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from django import forms
 from django.conf import settings
@@ -15,9 +14,11 @@ from django.shortcuts import render
 from django.utils import translation
 from django.utils.translation import gettext_lazy as _
 
-from plans.schedule import ScheduleError, describe_schedule, ms_to_iso
+from plans.schedule import ScheduleError, describe_schedule
 from plans.selectors import MAX_PREVIEW_RUNS, schedule_preview
 from xworkmate.lib.durations import DURATION_RULE, DurationError, parse_duration
+from xworkmate.lib.jstime import ms_to_iso
+from xworkmate.lib.timezones import get_zone
 
 
 class SchedulePreviewForm(forms.Form):
@@ -87,7 +88,7 @@ def schedule_preview_view(request: HttpRequest) -> HttpResponse:
         except ScheduleError as exc:
             context["error"] = str(exc)
         else:
-            zone = ZoneInfo(str(schedule.get("tz") or host_tz))
+            zone = get_zone(str(schedule.get("tz") or host_tz))
             context["description"] = description
             context["zone"] = str(zone)
             context["runs"] = [

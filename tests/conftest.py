@@ -18,7 +18,8 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from xworkmate import gateway
+from xworkmate import methods as gateway
+from xworkmate.lib.errors import ConflictError, GatewayError
 from xworkmate.services import api_key_create
 
 
@@ -98,9 +99,9 @@ def test_methods() -> Iterator[list[str]]:
 
     def echo(call: gateway.GatewayCall) -> dict[str, Any]:
         if call.params.get("fail") == "conflict":
-            raise gateway.ConflictError("mapping conflict: thread already mapped")
+            raise ConflictError("mapping conflict: thread already mapped")
         if call.params.get("fail") == "invalid":
-            raise gateway.GatewayError("openclawSessionKey required")
+            raise GatewayError("openclawSessionKey required")
         return {"method": call.method, "params": call.params, "key": call.api_key and call.api_key.name}
 
     names = ["test.echo.read", "test.echo.write"]

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
-import importlib
-import importlib.util
+from datetime import timedelta
 from typing import Any
 
 from django.apps import AppConfig
@@ -10,73 +9,59 @@ from django.utils.translation import gettext_lazy as _
 
 
 class XworkmateConfig(AppConfig):
+    """The kernel. It knows no app: the apps plug into it from their own ready() (D-K1)."""
+
     name = "xworkmate"
-    verbose_name = _("Gateway and service")
+    verbose_name = _("Service")
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        checks.register(_periodic_job_tasks_exist, checks.Tags.compatibility)
+        # The Celery app must exist before any app's @shared_task binds to it.
+        import xworkmate.celery
         import xworkmate.schema  # noqa: F401 (registers the API key scheme with drf-spectacular)
-        _register_gateway_methods()
+        from xworkmate.cards import AdminCard, register_admin_card
+        from xworkmate.config import PeriodicJob
+        from xworkmate.periodic import register_default_job
 
-
-def _register_gateway_methods() -> None:
-    """The first two methods of the contract's order (§1.4); the artifacts app adds four."""
-    from xworkmate import gateway_docs
-    from xworkmate.gateway import GatewayMethod, register_method
-    from xworkmate.sessions import session_prepare_method, tasks_get_method
-
-    register_method(
-        GatewayMethod(
-            "xworkmate.session.prepare",
-            session_prepare_method,
-            "gateway:write",
-            "Map an app thread to an OpenClaw session and prepare the run's artifact scope",
-            description=(
-                "Records the durable appThreadKey ↔ openclawSessionKey mapping, creates "
-                "`tasks/<session>/<run>` and marks the run running. Everything is checked "
-                "before anything is written; a thread or session already mapped elsewhere "
-                "is CONFLICT."
-            ),
-            params_doc=gateway_docs.SESSION_PREPARE,
+        checks.register(_periodic_jobs_are_valid, checks.Tags.compatibility)
+        register_default_job(
+            PeriodicJob("liveness", "xworkmate.liveness", timedelta(seconds=30), None, True)
         )
-    )
-    register_method(
-        GatewayMethod(
-            "xworkmate.tasks.get",
-            tasks_get_method,
-            "gateway:read",
-            "Task status, output and the current artifact manifest of one run",
-            description=(
-                "Looks the session up by openclawSessionKey or appThreadKey; answers the "
-                "native task, else the recorded run, else artifact evidence. Lookup "
-                "failures are successful payloads with `ok: false` and a `code`."
+        for card in (
+            AdminCard(
+                "healthz",
+                _("Health"),
+                _("Database, broker and periodic jobs (JSON, 503 when something is down)"),
             ),
-            params_doc=gateway_docs.TASKS_GET,
-        )
-    )
+            AdminCard(
+                "api-docs",
+                _("API documentation"),
+                _("Gateway methods and REST endpoints (OpenAPI)"),
+            ),
+            AdminCard(
+                "admin:xworkmate_apikey_changelist",
+                _("API keys"),
+                _("Keys for the bridge and agents, with scopes"),
+            ),
+            AdminCard(
+                "admin:xworkmate_periodicjobstate_changelist",
+                _("Periodic jobs"),
+                _("What beat runs, and when each job last ticked"),
+            ),
+        ):
+            register_admin_card(card)
 
 
-def _periodic_job_tasks_exist(app_configs: Any, **_: Any) -> list[checks.CheckMessage]:
-    """Every configured periodic job must name a task some app defines."""
-    from django.apps import apps
+def _periodic_jobs_are_valid(app_configs: Any, **_: Any) -> list[checks.CheckMessage]:
     from django.conf import settings
 
-    from xworkmate.celery import app
+    from xworkmate.periodic import periodic_job_problems
 
-    # Import each app's tasks module directly: asking Celery to autodiscover
-    # here would re-enter this check through Celery's Django fix-up.
-    for config in apps.get_app_configs():
-        if importlib.util.find_spec(f"{config.name}.tasks") is not None:
-            importlib.import_module(f"{config.name}.tasks")
-    errors: list[checks.CheckMessage] = []
-    for job in settings.XWORKMATE.periodic_jobs:
-        if job.task not in app.tasks:
-            errors.append(
-                checks.Error(
-                    f"periodic_jobs[{job.name}].task: no Celery task named {job.task!r}",
-                    hint="Use a task name defined by an xworkmate app, or remove the job.",
-                    id="xworkmate.E001",
-                )
-            )
-    return errors
+    return [
+        checks.Error(
+            problem,
+            hint="Use a task name defined by an xworkmate app, or remove the job.",
+            id="xworkmate.E001",
+        )
+        for problem in periodic_job_problems(settings.XWORKMATE)
+    ]

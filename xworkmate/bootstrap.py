@@ -11,7 +11,8 @@ from django.contrib.auth import get_user_model
 from django.db import DatabaseError, connection, transaction
 
 from xworkmate.health import check_broker
-from xworkmate.models import SCOPES, ApiKey
+from xworkmate.models import ApiKey
+from xworkmate.policies import SCOPES
 from xworkmate.services import api_key_create
 
 ADMIN_PASSWORD_ENV = "XWORKMATE_ADMIN_PASSWORD"  # noqa: S105 (a variable name)

@@ -1,4 +1,11 @@
-"""The Celery application: broker and beat schedule come from the config."""
+"""The Celery application: the broker comes from the config, beat's schedule from the
+configured periodic jobs (xworkmate.periodic.ConfiguredScheduler).
+
+Workers and beat start it with `celery -A xworkmate.celery`; inside Django
+the kernel's AppConfig.ready() imports it, so every app's `@shared_task`
+binds to this app. Importing the `xworkmate` package itself builds nothing,
+which keeps `xworkmate.lib` importable without Celery (D-K2).
+"""
 
 from __future__ import annotations
 
@@ -24,7 +31,8 @@ def _beat_started(**_: Any) -> None:
     from django.conf import settings
     from django.utils import timezone
 
+    from xworkmate.periodic import configured_jobs
     from xworkmate.services import periodic_jobs_mark_seen
 
-    jobs = [job for job in settings.XWORKMATE.periodic_jobs if job.enabled]
+    jobs = [job for job in configured_jobs(settings.XWORKMATE) if job.enabled]
     periodic_jobs_mark_seen(jobs=jobs, now=timezone.now())

@@ -20,15 +20,16 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from xworkmate.lib.beat_cron import beat_crontab
+from xworkmate.beat_cron import beat_crontab
 from xworkmate.lib.durations import DurationError, format_duration, parse_duration
+from xworkmate.lib.openclaw import DEFAULT_MEDIA_DIR, DEFAULT_WORKSPACE
 from xworkmate.lib.timezones import TimeZoneError, get_zone
 
 CONFIG_ENV = "XWORKMATE_CONFIG"
@@ -98,10 +99,9 @@ def _check_duration(value: object) -> timedelta:
 def _check_time_zone(value: object) -> str:
     name = _check_str(value)
     try:
-        get_zone(name)
+        return get_zone(name).key  # the canonical spelling ("asia/shanghai" reads as Asia/Shanghai)
     except TimeZoneError as exc:
         raise ValueError(str(exc)) from exc
-    return name
 
 
 def _check_language(value: object) -> str:
@@ -218,7 +218,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
     },
     "workspace": {
         "roots": Key(
-            ("~/.openclaw/workspace",),
+            (DEFAULT_WORKSPACE,),
             _check_nonempty_str_list,
             doc="allowed workspace roots; the first is the default workspace",
         ),
@@ -237,7 +237,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "scan_shared_media_roots": Key(
             False, _check_bool, doc="collect-and-snapshot may scan the shared media roots (D-A2)"
         ),
-        "openclaw_media_dir": Key("~/.openclaw/media", _check_nonempty_str, doc="shared media"),
+        "openclaw_media_dir": Key(
+            DEFAULT_MEDIA_DIR, _check_nonempty_str, doc="shared media"
+        ),
         "openclaw_tmp_dir": Key("", _check_str, doc="empty = <system tmp>/openclaw"),
     },
     "plans": {
@@ -298,12 +300,6 @@ JOB_SCHEMA: dict[str, Key] = {
     "enabled": Key(True, _check_bool),
 }
 
-# The jobs beat runs unless the file changes them. A file entry with the same
-# name overrides the fields it sets (`enabled = false` turns a job off); new
-# names add jobs. The apps add their monitors here as they are built.
-BUILTIN_JOBS: tuple[dict[str, Any], ...] = (
-    {"name": "liveness", "task": "xworkmate.liveness", "every": timedelta(seconds=30)},
-)
 
 
 # ---------------------------------------------------------------------------
@@ -324,6 +320,20 @@ class PeriodicJob:
 
 
 @dataclass(frozen=True)
+class JobEntry:
+    """One `[[periodic_jobs]]` table of the file: only the keys it sets, each checked.
+
+    The apps declare their default jobs when they start (xworkmate.periodic); an
+    entry with the same name overrides the fields it sets (`enabled = false`
+    turns a job off), a new name adds a job (D-K5). `merge_jobs` applies them.
+    """
+
+    name: str
+    fields: Mapping[str, Any]
+    sets_schedule: bool  # `every` or `cron` given: it replaces the default's schedule
+
+
+@dataclass(frozen=True)
 class DeliveryChannel:
     name: str
     kind: str
@@ -341,7 +351,7 @@ class Config:
     home: Path
     values: Mapping[str, Mapping[str, Any]]
     delivery_channels: tuple[DeliveryChannel, ...] = ()
-    periodic_jobs: tuple[PeriodicJob, ...] = ()
+    job_entries: tuple[JobEntry, ...] = ()
     from_env: frozenset[str] = field(default_factory=frozenset)
 
     def get(self, section: str, key: str) -> Any:
@@ -472,7 +482,7 @@ def _build(raw: dict[str, Any], *, source: str, env: Mapping[str, str], home: Pa
         home=home,
         values=values,
         delivery_channels=channels,
-        periodic_jobs=jobs,
+        job_entries=jobs,
         from_env=frozenset(from_env),
     )
 
@@ -529,14 +539,11 @@ def _build_channels(raw: object, problems: list[str]) -> tuple[DeliveryChannel, 
     return tuple(channels)
 
 
-def _build_jobs(raw: object, problems: list[str]) -> tuple[PeriodicJob, ...]:
+def _build_jobs(raw: object, problems: list[str]) -> tuple[JobEntry, ...]:
     if not isinstance(raw, list):
         problems.append("periodic_jobs: must be an array of tables ([[periodic_jobs]])")
         return ()
-    jobs: dict[str, dict[str, Any]] = {
-        j["name"]: {"every": None, "cron": None, "enabled": True} | j for j in BUILTIN_JOBS
-    }
-    builtin = set(jobs)
+    entries: dict[str, JobEntry] = {}
     for index, item in enumerate(raw):
         where = f"periodic_jobs[{index}]"
         checked = _check_table(where, item, JOB_SCHEMA, problems)
@@ -552,16 +559,33 @@ def _build_jobs(raw: object, problems: list[str]) -> tuple[PeriodicJob, ...]:
                 f"{where}.name: must be lowercase letters, digits, '.', '_' or '-' (got {name!r})"
             )
             continue
-        if name in jobs and name not in builtin:
+        if name in entries:
             problems.append(f"{where}.name: duplicate job name {name!r}")
             continue
-        if "every" in checked or "cron" in checked or "every" in item or "cron" in item:
-            # Setting one schedule kind replaces the other one of a built-in job.
-            base = jobs.get(name, {}) | {"every": None, "cron": None}
-        else:
-            base = jobs.get(name, {"every": None, "cron": None})
-        builtin.discard(name)
-        jobs[name] = {"enabled": True} | base | checked
+        fields = {k: v for k, v in checked.items() if k != "name"}
+        entries[name] = JobEntry(name, fields, "every" in item or "cron" in item)
+    return tuple(entries.values())
+
+
+def merge_jobs(
+    defaults: Iterable[PeriodicJob], entries: Iterable[JobEntry], *, source: str
+) -> tuple[PeriodicJob, ...]:
+    """The jobs beat runs: the apps' defaults with the file's entries applied (D-K5).
+
+    Raises ConfigError naming each job that ends up without a task or without
+    exactly one of every / cron.
+    """
+    jobs: dict[str, dict[str, Any]] = {
+        job.name: {"task": job.task, "every": job.every, "cron": job.cron, "enabled": job.enabled}
+        for job in defaults
+    }
+    for entry in entries:
+        base = jobs.get(entry.name, {"every": None, "cron": None})
+        if entry.sets_schedule:
+            # Setting one schedule kind replaces the other one of a default job.
+            base = base | {"every": None, "cron": None}
+        jobs[entry.name] = {"enabled": True} | base | dict(entry.fields)
+    problems: list[str] = []
     result: list[PeriodicJob] = []
     for name, spec in jobs.items():
         where = f"periodic_jobs[{name}]"
@@ -576,7 +600,9 @@ def _build_jobs(raw: object, problems: list[str]) -> tuple[PeriodicJob, ...]:
         if (spec["every"] is None) == (spec["cron"] is None):
             problems.append(f"{where}: set exactly one of every or cron")
             continue
-        result.append(PeriodicJob(**spec))
+        result.append(PeriodicJob(name=name, **spec))
+    if problems:
+        raise ConfigError([f"{source}: {p}" for p in problems])
     return tuple(result)
 
 
@@ -593,8 +619,13 @@ def mask_url(url: str) -> str:
     return parts._replace(netloc=netloc).geturl()
 
 
-def effective_config(config: Config, *, mask_secrets: bool = True) -> dict[str, Any]:
-    """The configuration as plain data, secrets masked, with where each came from."""
+def effective_config(
+    config: Config, jobs: Iterable[PeriodicJob], *, mask_secrets: bool = True
+) -> dict[str, Any]:
+    """The configuration as plain data, secrets masked, with where each came from.
+
+    `jobs` are the merged periodic jobs (merge_jobs), which need the apps' defaults.
+    """
     out: dict[str, Any] = {"source": config.source, "home": str(config.home)}
     for section, keys in SCHEMA.items():
         out[section] = {}
@@ -628,7 +659,7 @@ def effective_config(config: Config, *, mask_secrets: bool = True) -> dict[str, 
     }
     out["periodic_jobs"] = [
         {"name": j.name, "task": j.task, "schedule": j.schedule_text, "enabled": j.enabled}
-        for j in config.periodic_jobs
+        for j in jobs
     ]
     out["from_environment"] = sorted(config.from_env)
     return out

@@ -18,6 +18,8 @@ from django.views.decorators.http import require_GET
 from kombu import Connection
 from kombu.exceptions import OperationalError
 
+from xworkmate.config import ConfigError
+from xworkmate.periodic import configured_jobs
 from xworkmate.policies import job_health
 from xworkmate.selectors import periodic_job_states
 
@@ -77,7 +79,7 @@ def _broker_errors(conn: Connection) -> tuple[type[BaseException], ...]:
 def check_periodic_jobs(now: Any) -> dict[str, Any]:
     states = periodic_job_states()
     out: dict[str, Any] = {}
-    for job in settings.XWORKMATE.periodic_jobs:
+    for job in configured_jobs(settings.XWORKMATE):
         state = states.get(job.name)
         health = job_health(
             job,
@@ -111,8 +113,14 @@ def healthz(request: HttpRequest) -> JsonResponse:
     jobs: dict[str, Any] = {}
     down = database["status"] != "ok" or broker["status"] != "ok"
     if database["status"] == "ok":
-        jobs = check_periodic_jobs(now)
-        down = down or any(j["status"] in ("stale", "unscheduled") for j in jobs.values())
+        try:
+            jobs = check_periodic_jobs(now)
+        except ConfigError:
+            # `make run` refuses such a config; a process started another way
+            # reports it here instead of failing the health check with a 500.
+            jobs, down = {"error": "the periodic jobs of the config are invalid"}, True
+        else:
+            down = down or any(j["status"] in ("stale", "unscheduled") for j in jobs.values())
     body = {
         "status": "down" if down else "ok",
         "checked_at": now.isoformat(),

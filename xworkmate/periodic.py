@@ -1,21 +1,97 @@
-"""Turn the configured periodic jobs into Celery beat's schedule.
+"""Periodic jobs: the apps' defaults, the config's overrides, and Celery beat's schedule.
 
-Beat never calls an app's task directly: every entry runs
-`xworkmate.run_periodic_job(<job name>)`, which looks the job up in the
-config, runs its task in the worker and records the tick. So the health page
-knows each job's last tick, and a job removed from the config stops running
-even if a stale beat schedule still names it.
+Each app declares its default jobs in its AppConfig.ready() with
+`register_default_job`; the config file overrides or adds jobs by name
+(`[[periodic_jobs]]`); `configured_jobs` merges the two (D-K5). Nothing here
+names an app's job: the kernel registers only its own `liveness`.
+
+Beat sends every job through one runner, `xworkmate.run_periodic_job(<name>)`,
+which looks the job up in the config of the worker that runs it and enqueues
+the job's own task, tagged with the job's name in a message header; the
+worker records each tick (start, end, outcome) from Celery's task signals
+(xworkmate.tasks). So the job's task keeps its own options (time limit, acks,
+routing), the health page knows each job's last tick, and a job removed from
+the config stops running even if a stale beat schedule still names it.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 from collections.abc import Iterable
 from typing import Any
 
-from xworkmate.config import PeriodicJob
-from xworkmate.lib.beat_cron import beat_crontab
+from celery.beat import PersistentScheduler
+
+from xworkmate.beat_cron import beat_crontab
+from xworkmate.config import Config, ConfigError, PeriodicJob, merge_jobs
 
 RUNNER_TASK = "xworkmate.run_periodic_job"
+# The message header that marks a task run as a tick of a periodic job.
+JOB_HEADER = "xworkmate_periodic_job"
+
+_DEFAULTS: dict[str, PeriodicJob] = {}
+
+
+def register_default_job(job: PeriodicJob) -> PeriodicJob:
+    """Declare a job beat runs unless the config changes it (call from AppConfig.ready())."""
+    if job.name in _DEFAULTS and _DEFAULTS[job.name] != job:
+        raise ValueError(f"periodic job {job.name!r} is already registered by another app")
+    _DEFAULTS[job.name] = job
+    return job
+
+
+def default_jobs() -> tuple[PeriodicJob, ...]:
+    """The registered defaults, in registration order (INSTALLED_APPS order)."""
+    return tuple(_DEFAULTS.values())
+
+
+def configured_jobs(config: Config | None = None) -> tuple[PeriodicJob, ...]:
+    """The jobs of `config` (default: the running one) merged with the apps' defaults.
+
+    Raises xworkmate.config.ConfigError when an entry of the file leaves a job
+    without a task or a schedule.
+    """
+    if config is None:
+        from django.conf import settings
+
+        config = settings.XWORKMATE
+    return merge_jobs(default_jobs(), config.job_entries, source=config.source)
+
+
+def find_job(name: str, config: Config | None = None) -> PeriodicJob | None:
+    return next((job for job in configured_jobs(config) if job.name == name), None)
+
+
+def periodic_job_problems(config: Config) -> list[str]:
+    """Every problem of `config`'s periodic jobs, one line each (empty when they are fine).
+
+    A job must merge cleanly with the apps' defaults and name a task some app
+    defines; `manage.py check` (so `make run`) and `config --check` refuse to
+    go on otherwise.
+    """
+    from xworkmate.celery import app
+
+    try:
+        jobs = configured_jobs(config)
+    except ConfigError as exc:
+        return list(exc.problems)
+    _import_task_modules()
+    return [
+        f"periodic_jobs[{job.name}].task: no Celery task named {job.task!r}"
+        for job in jobs
+        if job.task not in app.tasks
+    ]
+
+
+def _import_task_modules() -> None:
+    # Import each app's tasks module directly: asking Celery to autodiscover
+    # here would re-enter the checks through Celery's Django fix-up.
+    from django.apps import apps
+
+    for config in apps.get_app_configs():
+        if importlib.util.find_spec(f"{config.name}.tasks") is not None:
+            importlib.import_module(f"{config.name}.tasks")
 
 
 def beat_schedule(jobs: Iterable[PeriodicJob]) -> dict[str, dict[str, Any]]:
@@ -37,3 +113,21 @@ def beat_schedule(jobs: Iterable[PeriodicJob]) -> dict[str, dict[str, Any]]:
             entry["options"] = {"expires": expires}
         schedule[job.name] = entry
     return schedule
+
+
+class ConfiguredScheduler(PersistentScheduler):
+    """Beat's scheduler with the schedule of `configured_jobs`, built when beat starts.
+
+    The schedule cannot be a setting: the apps declare their default jobs in
+    ready(), after the settings module has loaded. Beat sets Django up before
+    it creates the scheduler, so the apps are ready here. The persistent store
+    keeps last-run times across restarts; entries no longer configured are
+    dropped from it (merge_inplace).
+    """
+
+    def setup_schedule(self) -> None:
+        import django
+
+        django.setup()
+        self.app.conf.beat_schedule = beat_schedule(configured_jobs())
+        super().setup_schedule()

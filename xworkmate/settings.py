@@ -13,7 +13,6 @@ from typing import Any
 from xworkmate.config import load_config
 from xworkmate.datahome import ensure_home, stored_secret
 from xworkmate.lib.dburl import database_settings
-from xworkmate.periodic import beat_schedule
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -36,6 +35,8 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "xworkmate",
+    # The apps, in the order their gateway methods are registered (§1.4).
+    "xworkmate.gateway",
     "artifacts",
     "plans",
     "longrun",
@@ -150,9 +151,12 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_RESULT_BACKEND = None
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_ENABLE_UTC = True
-CELERY_TASK_ACKS_LATE = True
+# Early acknowledgement unless a task says it is safe to run twice (D-K6).
+CELERY_TASK_ACKS_LATE = False
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-CELERY_BEAT_SCHEDULE = beat_schedule(XWORKMATE.periodic_jobs)
+# The schedule is built from the configured periodic jobs when beat starts: the
+# apps declare their default jobs in ready(), after this module has loaded.
+CELERY_BEAT_SCHEDULER = "xworkmate.periodic:ConfiguredScheduler"
 CELERY_BEAT_SCHEDULE_FILENAME = str(HOME / "celerybeat-schedule")
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 

@@ -1,52 +1,82 @@
-"""Celery tasks of the project package (adapters: look up, call, record)."""
+"""Celery tasks of the kernel (adapters: look up, call, record) and the tick recorder.
+
+Every task names its time limit; `acks_late` only where running twice is
+harmless (D-K6).
+"""
 
 from __future__ import annotations
 
 import logging
+from datetime import datetime
+from typing import Any
 
-from celery import current_app, shared_task
-from django.conf import settings
+from celery import Task, current_app, shared_task
+from celery.signals import task_postrun, task_prerun
+from celery.states import FAILURE
 from django.utils import timezone
 
-from xworkmate.periodic import RUNNER_TASK
-from xworkmate.services import periodic_job_record_tick, task_run_history_purge
+from xworkmate.periodic import JOB_HEADER, RUNNER_TASK, find_job
+from xworkmate.services import periodic_job_record_tick
 
 logger = logging.getLogger(__name__)
 
 
-@shared_task(name=RUNNER_TASK)
+# At most once: a runner delivered twice would start the job twice.
+@shared_task(name=RUNNER_TASK, time_limit=30, soft_time_limit=25, acks_late=False)
 def run_periodic_job(name: str) -> str:
-    """Run one configured periodic job in this worker and record its tick."""
-    job = next((j for j in settings.XWORKMATE.periodic_jobs if j.name == name), None)
+    """Enqueue one configured periodic job's own task, tagged with the job's name."""
+    job = find_job(name)
     if job is None or not job.enabled:
         logger.warning("periodic job %r is not enabled in the config; skipped", name)
         return "skipped"
-    started = timezone.now()
-    error = ""
-    try:
-        current_app.tasks[job.task].run()
-    # One failing job must never stop beat or the worker; the failure is
-    # logged with its traceback and recorded for /healthz and the admin.
-    except Exception as exc:
-        logger.exception("periodic job %r (task %s) failed", name, job.task)
-        error = f"{type(exc).__name__}: {exc}"
-    periodic_job_record_tick(job=job, started_at=started, finished_at=timezone.now(), error=error)
-    return "error" if error else "ok"
+    task = current_app.tasks.get(job.task)
+    headers = {JOB_HEADER: name}
+    if task is not None:
+        task.apply_async(headers=headers)  # the task's own options apply
+    else:  # defined only in another worker's code
+        current_app.send_task(job.task, headers=headers)
+    return "enqueued"
 
 
-@shared_task(name="xworkmate.liveness")
+@shared_task(name="xworkmate.liveness", time_limit=30, soft_time_limit=25, acks_late=True)
 def liveness() -> str:
     """The built-in periodic job: its recorded tick proves beat → broker → worker → database.
 
-    It has nothing else to do; run_periodic_job writes the tick.
+    It has nothing else to do; the tick recorder below writes the tick.
     """
     return "alive"
 
 
-@shared_task(name="xworkmate.purge_task_run_history")
-def purge_task_run_history() -> int:
-    """Delete task runs that have been in the history longer than the retention.
+# --- ticks of periodic jobs ------------------------------------------------------------
 
-    Safe to run twice: a second run finds nothing left to delete.
-    """
-    return task_run_history_purge(now=timezone.now())
+_started: dict[str, datetime] = {}
+
+
+def _job_name(task: Task[Any, Any]) -> str | None:
+    request = task.request
+    # A worker exposes message headers as request attributes; an eager call
+    # (tests, `task.apply`) keeps them in request.headers.
+    name = request.get(JOB_HEADER) or (getattr(request, "headers", None) or {}).get(JOB_HEADER)
+    return name if isinstance(name, str) else None
+
+
+@task_prerun.connect
+def _tick_started(task_id: str, task: Task[Any, Any], **_: Any) -> None:
+    if _job_name(task) is not None:
+        _started[task_id] = timezone.now()
+
+
+@task_postrun.connect
+def _tick_finished(task_id: str, task: Task[Any, Any], state: str, retval: Any, **_: Any) -> None:
+    name = _job_name(task)
+    started = _started.pop(task_id, None)
+    if name is None or started is None:
+        return
+    # A failing job never stops beat or the worker: Celery has logged the
+    # traceback; the failure is recorded for /healthz and the admin.
+    error = f"{type(retval).__name__}: {retval}" if state == FAILURE else ""
+    if error:
+        logger.error("periodic job %r (task %s) failed: %s", name, task.name, error)
+    periodic_job_record_tick(
+        name=name, task=task.name, started_at=started, finished_at=timezone.now(), error=error
+    )

@@ -2,10 +2,12 @@
 
 One function per gateway method; each takes the request params (a JSON object) and an
 :class:`ArtifactSettings`, returns the exact payload dict, or raises
-:class:`GatewayError` (``code`` + contract ``message``).
+``xworkmate.lib.errors.GatewayError`` (``code`` + contract ``message``). Of the
+project it imports only ``xworkmate.lib``: no framework, so it runs and is
+tested on its own (D-K2).
 """
 
-from .errors import ArtifactMissingError, ConflictError, GatewayError, node_fs_error_message
+from .errors import ArtifactMissingError, node_fs_error_message
 from .export import export_artifacts, list_artifacts
 from .paths import (
     artifact_scope_for,
@@ -29,8 +31,6 @@ __all__ = [
     "TOOL_DEFINITION",
     "ArtifactMissingError",
     "ArtifactSettings",
-    "ConflictError",
-    "GatewayError",
     "OpenedArtifact",
     "PreparePlan",
     "RefPayload",

@@ -11,7 +11,8 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import TypeVar
 
-from .errors import GatewayError
+from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.wire import js_trim
 
 __all__ = [
     "ABSENT",
@@ -19,11 +20,11 @@ __all__ = [
     "js_number",
     "js_object_entries",
     "js_parse_int",
-    "js_trim",
     "non_negative_integer",
     "non_negative_number",
     "optional_boolean",
     "optional_string",
+    "param",
     "positive_integer",
     "required_string",
 ]
@@ -48,16 +49,9 @@ class _Absent:
 
 ABSENT = _Absent()
 
-# ECMAScript WhiteSpace + LineTerminator: what String.prototype.trim removes. Python's
-# strip() would also remove \x1c-\x1f and \x85 and keep \ufeff.
-_JS_WHITESPACE = (
-    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
-    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
-
-
-def js_trim(value: str) -> str:
-    return value.strip(_JS_WHITESPACE)
+def param(params: Mapping[str, object], key: str) -> object:
+    """``params[key]``, or ABSENT when the caller did not send the key at all."""
+    return params.get(key, ABSENT)
 
 
 def optional_string(value: object) -> str:

@@ -14,8 +14,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import NoReturn
 
+from xworkmate.lib.errors import GatewayError
+
 from .collation import collation_key
-from .errors import ArtifactMissingError, GatewayError, node_fs_error_message
+from .errors import ArtifactMissingError, node_fs_error_message
 from .ignore import IgnoreRules
 from .paths import TASK_SCOPE_ROOT, relative_parts, safe_display_path
 

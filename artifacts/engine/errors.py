@@ -10,15 +10,10 @@ from __future__ import annotations
 import errno
 import os
 
-# One definition for the whole service: the gateway views catch these.
-from xworkmate.lib.errors import ConflictError, GatewayError
+# The service's one GatewayError (xworkmate.lib.errors): the gateway views catch it.
+from xworkmate.lib.errors import GatewayError
 
-__all__ = [
-    "ArtifactMissingError",
-    "ConflictError",
-    "GatewayError",
-    "node_fs_error_message",
-]
+__all__ = ["ArtifactMissingError", "node_fs_error_message"]
 
 
 class ArtifactMissingError(GatewayError):

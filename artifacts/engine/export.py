@@ -6,50 +6,50 @@ import math
 import os
 import stat
 from collections.abc import Mapping
+from dataclasses import dataclass
+
+from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.wire import js_trim
 
 from .coerce import (
-    ABSENT,
     js_key_order,
     js_number,
     js_object_entries,
     js_parse_int,
-    js_trim,
     non_negative_integer,
     non_negative_number,
     optional_boolean,
     optional_string,
+    param,
     positive_integer,
 )
 from .collation import collation_key
 from .collect import Candidate, collect_candidates
 from .content import content_type_for_path, digest_fd, label_for_path
-from .errors import ArtifactMissingError, GatewayError, node_fs_error_message
+from .errors import ArtifactMissingError, node_fs_error_message
 from .ignore import load_artifact_ignore_rules
 from .paths import (
     directory_exists,
     normalize_expected_artifact_dirs,
     open_file_beneath,
     relative_parts,
+    resolve_scope_root,
     resolve_workspace_root,
 )
 from .refs import sign_artifact_ref
 from .scope import (
+    TaskIdentity,
     create_scope_directory,
     payload_header,
     read_identity,
     requested_scope,
     scope_created_ms,
-    scope_root_for,
 )
 from .settings import DEFAULT_MAX_FILES, DEFAULT_MAX_INLINE_BYTES, ArtifactSettings
 
 __all__ = ["expected_dir_status", "export_artifacts", "list_artifacts"]
 
 NOT_PREPARED_WARNING = "artifact scope is not prepared for this task run"
-
-
-def _param(params: Mapping[str, object], key: str) -> object:
-    return params.get(key, ABSENT)
 
 
 def _has_bad_ext_char(extension: str) -> bool:
@@ -151,24 +151,38 @@ def _open_candidate(workspace_root: str, candidate: Candidate) -> int:
     return fd
 
 
-def export_artifacts(
-    params: Mapping[str, object],
-    settings: ArtifactSettings,
-    *,
-    force_include_content: bool | None = None,
-) -> dict[str, object]:
-    """§10: the manifest of the task scope (with the expected-dir fallback)."""
+@dataclass(frozen=True)
+class _Request:
+    """An export's params, every one checked (D-A6: nothing is written before this exists)."""
+
+    identity: TaskIdentity
+    max_files: int
+    max_inline_bytes: int
+    since_unix_ms: float
+    include_content: bool
+    required: list[str]
+    expected_counts: dict[str, int]
+    workspace_root: str
+    expected_dirs: list[str]
+    artifact_scope: str
+    scope_root: str
+
+
+def _read_request(
+    params: Mapping[str, object], settings: ArtifactSettings, force_include_content: bool | None
+) -> _Request:
+    """Check every param in the original's order; the first bad one raises."""
     identity = read_identity(params)
     max_files = positive_integer(
-        _param(params, "maxFiles"), "maxFiles", settings.max_files, DEFAULT_MAX_FILES
+        param(params, "maxFiles"), "maxFiles", settings.max_files, DEFAULT_MAX_FILES
     )
     max_inline_bytes = non_negative_integer(
-        _param(params, "maxInlineBytes"),
+        param(params, "maxInlineBytes"),
         "maxInlineBytes",
         settings.max_inline_bytes,
         DEFAULT_MAX_INLINE_BYTES,
     )
-    since_unix_ms = non_negative_number(_param(params, "sinceUnixMs"), "sinceUnixMs", 0)
+    since_unix_ms = non_negative_number(param(params, "sinceUnixMs"), "sinceUnixMs", 0)
     include_content = (
         force_include_content
         if force_include_content is not None
@@ -177,113 +191,173 @@ def export_artifacts(
     required = normalize_required_extensions(params.get("requiredArtifactExtensions"))
     expected_counts = normalize_expected_file_counts(params.get("expectedFileCountByExtension"))
     workspace_root = resolve_workspace_root(params, settings)
-    warnings: list[str] = []
     expected_dirs = normalize_expected_artifact_dirs(params.get("expectedArtifactDirs"))
     artifact_scope = requested_scope(params, identity)
-    scope_root = scope_root_for(workspace_root, artifact_scope)
-    # D-A6: every param is valid from here on; only now may anything be written.
+    return _Request(
+        identity=identity,
+        max_files=max_files,
+        max_inline_bytes=max_inline_bytes,
+        since_unix_ms=since_unix_ms,
+        include_content=include_content,
+        required=required,
+        expected_counts=expected_counts,
+        workspace_root=workspace_root,
+        expected_dirs=expected_dirs,
+        artifact_scope=artifact_scope,
+        scope_root=resolve_scope_root(workspace_root, artifact_scope),
+    )
 
-    scope_prepared = directory_exists(scope_root)
-    if not scope_prepared and since_unix_ms > 0:
-        create_scope_directory(workspace_root, scope_root)
-    effective_since = since_unix_ms
-    if scope_prepared and since_unix_ms > 0:
-        try:
-            effective_since = min(since_unix_ms, scope_created_ms(scope_root))
-        except OSError as error:
-            message = node_fs_error_message(error, "stat", scope_root)
-            warnings.append(f"Unable to read artifact scope timestamp: Error: {message}")
 
+def _effective_since(request: _Request, scope_prepared: bool, warnings: list[str]) -> float:
+    """`sinceUnixMs`, never later than the scope's creation (files written since count).
+
+    As the original: asking for changes since a time on an unprepared scope
+    prepares it, so the next call has a creation time to measure from.
+    """
+    if request.since_unix_ms <= 0:
+        return request.since_unix_ms
+    if not scope_prepared:
+        create_scope_directory(request.workspace_root, request.scope_root)
+        return request.since_unix_ms
+    try:
+        return min(request.since_unix_ms, scope_created_ms(request.scope_root))
+    except OSError as error:
+        message = node_fs_error_message(error, "stat", request.scope_root)
+        warnings.append(f"Unable to read artifact scope timestamp: Error: {message}")
+        return request.since_unix_ms
+
+
+def _scope_candidates(request: _Request, since: float, warnings: list[str]) -> list[Candidate]:
+    if not directory_exists(request.scope_root):
+        return []
+    root = request.scope_root
+    rules = load_artifact_ignore_rules(root, root, request.workspace_root, warnings)
+    return collect_candidates(
+        scan_root=root,
+        relative_root=root,
+        since_unix_ms=since,
+        warnings=warnings,
+        ignore_rules=rules,
+    )
+
+
+def _fallback_candidates(request: _Request, since: float, warnings: list[str]) -> list[Candidate]:
+    """Files of `expectedArtifactDirs`, used only when the task scope has none (§10 step 9)."""
     candidates: list[Candidate] = []
-    if directory_exists(scope_root):
-        rules = load_artifact_ignore_rules(scope_root, scope_root, workspace_root, warnings)
-        candidates = collect_candidates(
-            scan_root=scope_root,
-            relative_root=scope_root,
-            since_unix_ms=effective_since,
-            warnings=warnings,
-            ignore_rules=rules,
-        )
-    if not candidates and expected_dirs:
-        for entry in expected_dirs:
-            dir_path = os.path.join(workspace_root, entry.rstrip("/"))
-            if not directory_exists(dir_path):
-                continue
-            rules = load_artifact_ignore_rules(dir_path, workspace_root, workspace_root, warnings)
-            found = collect_candidates(
+    workspace_root = request.workspace_root
+    for entry in request.expected_dirs:
+        dir_path = os.path.join(workspace_root, entry.rstrip("/"))
+        if not directory_exists(dir_path):
+            continue
+        rules = load_artifact_ignore_rules(dir_path, workspace_root, workspace_root, warnings)
+        candidates.extend(
+            collect_candidates(
                 scan_root=dir_path,
                 relative_root=workspace_root,
-                since_unix_ms=effective_since,
+                since_unix_ms=since,
                 warnings=warnings,
                 ignore_rules=rules,
                 exclude_task_scopes=True,
             )
-            candidates.extend(found)
-    if not scope_prepared and not candidates:
-        warnings.append(NOT_PREPARED_WARNING)
+        )
+    return candidates
 
-    selected = _select(candidates, required, max_files)
-    artifacts: list[dict[str, object]] = []
-    for candidate in selected:
-        fd = _open_candidate(workspace_root, candidate)
-        try:
-            digest = digest_fd(
-                fd,
-                candidate.size_bytes,
-                inline_limit=max_inline_bytes if include_content else None,
-            )
-        finally:
-            os.close(fd)
-        relative_path = candidate.relative_path
-        artifact: dict[str, object] = {
-            "relativePath": relative_path,
-            "label": label_for_path(relative_path),
-            "contentType": content_type_for_path(relative_path),
-            "sizeBytes": digest.size_bytes,
-            "sha256": digest.sha256,
-            "artifactRef": sign_artifact_ref(
-                secret=settings.signing_secret,
-                workspace_root=workspace_root,
-                session_scope=identity.session_scope,
-                run_scope=identity.expected_scope,
-                artifact_scope=artifact_scope,
-                relative_path=relative_path,
-                size_bytes=digest.size_bytes,
-                sha256=digest.sha256,
-                base=candidate.base,
-            ),
-            "scopeKind": "task",
-            "artifactScope": artifact_scope,
-        }
-        if digest.content is not None:
-            artifact["encoding"] = "base64"
-            artifact["content"] = digest.content
-        elif include_content:
-            warnings.append(f"{relative_path} exceeds maxInlineBytes and was not inlined")
-        artifacts.append(artifact)
-    if len(candidates) > max_files:
-        warnings.append(f"artifact limit reached; skipped remaining files after {max_files}")
 
+def _manifest_entry(
+    request: _Request, candidate: Candidate, secret: str, warnings: list[str]
+) -> dict[str, object]:
+    """One exported file: hashed (and inlined) from the very inode the walk approved."""
+    fd = _open_candidate(request.workspace_root, candidate)
+    try:
+        digest = digest_fd(
+            fd,
+            candidate.size_bytes,
+            inline_limit=request.max_inline_bytes if request.include_content else None,
+        )
+    finally:
+        os.close(fd)
+    relative_path = candidate.relative_path
+    artifact: dict[str, object] = {
+        "relativePath": relative_path,
+        "label": label_for_path(relative_path),
+        "contentType": content_type_for_path(relative_path),
+        "sizeBytes": digest.size_bytes,
+        "sha256": digest.sha256,
+        "artifactRef": sign_artifact_ref(
+            secret=secret,
+            workspace_root=request.workspace_root,
+            session_scope=request.identity.session_scope,
+            run_scope=request.identity.expected_scope,
+            artifact_scope=request.artifact_scope,
+            relative_path=relative_path,
+            size_bytes=digest.size_bytes,
+            sha256=digest.sha256,
+            base=candidate.base,
+        ),
+        "scopeKind": "task",
+        "artifactScope": request.artifact_scope,
+    }
+    if digest.content is not None:
+        artifact["encoding"] = "base64"
+        artifact["content"] = digest.content
+    elif request.include_content:
+        warnings.append(f"{relative_path} exceeds maxInlineBytes and was not inlined")
+    return artifact
+
+
+def _unmet_constraints(
+    request: _Request, artifacts: list[dict[str, object]]
+) -> tuple[list[str], dict[str, object]]:
+    """Required extensions with no exported file, and per-extension counts not reached."""
     exported = [str(artifact["relativePath"]).lower() for artifact in artifacts]
     missing_extensions = [
         extension
-        for extension in required
+        for extension in request.required
         if not any(path.endswith(f".{extension}") for path in exported)
     ]
     missing_counts: dict[str, object] = {}
-    for extension, expected in expected_counts.items():
+    for extension, expected in request.expected_counts.items():
         actual = sum(1 for path in exported if path.endswith(f".{extension}"))
         if actual < expected:
             missing_counts[extension] = {"expected": expected, "actual": actual}
+    return missing_extensions, js_key_order(missing_counts)
+
+
+def export_artifacts(
+    params: Mapping[str, object],
+    settings: ArtifactSettings,
+    *,
+    force_include_content: bool | None = None,
+) -> dict[str, object]:
+    """§10: the manifest of the task scope (with the expected-dir fallback)."""
+    request = _read_request(params, settings, force_include_content)
+    warnings: list[str] = []
+    scope_prepared = directory_exists(request.scope_root)
+    since = _effective_since(request, scope_prepared, warnings)
+    candidates = _scope_candidates(request, since, warnings) or _fallback_candidates(
+        request, since, warnings
+    )
+    if not scope_prepared and not candidates:
+        warnings.append(NOT_PREPARED_WARNING)
+    artifacts = [
+        _manifest_entry(request, candidate, settings.signing_secret, warnings)
+        for candidate in _select(candidates, request.required, request.max_files)
+    ]
+    if len(candidates) > request.max_files:
+        limit = request.max_files
+        warnings.append(f"artifact limit reached; skipped remaining files after {limit}")
+    missing_extensions, missing_counts = _unmet_constraints(request, artifacts)
     return {
-        **payload_header(identity, workspace_root, artifact_scope),
+        **payload_header(request.identity, request.workspace_root, request.artifact_scope),
         "artifacts": artifacts,
         "warnings": warnings,
-        "expectedArtifactDirs": expected_dirs,
-        "expectedArtifactDirStatus": expected_dir_status(workspace_root, expected_dirs),
+        "expectedArtifactDirs": request.expected_dirs,
+        "expectedArtifactDirStatus": expected_dir_status(
+            request.workspace_root, request.expected_dirs
+        ),
         "constraintSatisfied": not missing_extensions and not missing_counts,
         "missingRequiredExtensions": missing_extensions,
-        "missingRequiredFileCounts": js_key_order(missing_counts),
+        "missingRequiredFileCounts": missing_counts,
     }
 
 

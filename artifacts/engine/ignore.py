@@ -7,7 +7,8 @@ import re
 import stat
 from dataclasses import dataclass, field
 
-from .coerce import js_trim
+from xworkmate.lib.wire import js_trim
+
 from .errors import node_fs_error_message
 from .paths import is_within_root, open_file_beneath, relative_parts
 

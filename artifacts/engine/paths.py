@@ -13,8 +13,11 @@ import re
 import stat
 from collections.abc import Mapping
 
-from .coerce import js_trim, optional_string
-from .errors import ArtifactMissingError, GatewayError, node_fs_error_message
+from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.wire import js_trim
+
+from .coerce import optional_string
+from .errors import ArtifactMissingError, node_fs_error_message
 from .settings import ArtifactSettings
 
 __all__ = [

@@ -11,14 +11,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .export import expected_dir_status
-from .paths import normalize_expected_artifact_dirs, resolve_workspace_root
+from .paths import normalize_expected_artifact_dirs, resolve_scope_root, resolve_workspace_root
 from .scope import (
     TaskIdentity,
     create_scope_directory,
     payload_header,
     read_identity,
     requested_scope,
-    scope_root_for,
 )
 from .settings import ArtifactSettings
 
@@ -49,7 +48,7 @@ def validate_prepare_params(
         expected_dirs=expected_dirs,
         artifact_scope=artifact_scope,
         workspace_root=workspace_root,
-        scope_root=scope_root_for(workspace_root, artifact_scope),
+        scope_root=resolve_scope_root(workspace_root, artifact_scope),
     )
 
 

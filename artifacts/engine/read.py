@@ -16,9 +16,11 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import BinaryIO
 
+from xworkmate.lib.errors import GatewayError
+
 from .coerce import ABSENT, non_negative_integer, optional_string
 from .content import CHUNK_SIZE, content_type_for_path, digest_fd, label_for_path
-from .errors import ArtifactMissingError, GatewayError, node_fs_error_message
+from .errors import ArtifactMissingError, node_fs_error_message
 from .paths import (
     TASK_SCOPE_ROOT,
     is_within_root,

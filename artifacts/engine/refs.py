@@ -21,8 +21,9 @@ import math
 import re
 from dataclasses import dataclass
 
+from xworkmate.lib.errors import GatewayError
+
 from .coerce import js_number, optional_string
-from .errors import GatewayError
 from .paths import (
     TASK_SCOPE_ROOT,
     optional_artifact_scope,

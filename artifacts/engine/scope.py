@@ -10,14 +10,14 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from xworkmate.lib.errors import GatewayError
+
 from .coerce import required_string
-from .errors import GatewayError
 from .paths import (
     artifact_scope_for,
     ensure_directory_beneath,
     optional_artifact_scope,
     relative_parts,
-    resolve_scope_root,
     task_session_scope_for,
 )
 
@@ -73,10 +73,6 @@ def requested_scope(params: Mapping[str, object], identity: TaskIdentity) -> str
     if requested and requested != identity.expected_scope:
         raise GatewayError("artifactScope does not match sessionKey/runId")
     return requested or identity.expected_scope
-
-
-def scope_root_for(workspace_root: str, scope: str) -> str:
-    return resolve_scope_root(workspace_root, scope)
 
 
 def _write_marker(dir_fd: int, created_ms: float) -> None:

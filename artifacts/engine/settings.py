@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass, field
+
+from xworkmate.lib.openclaw import DEFAULT_MEDIA_DIR, DEFAULT_WORKSPACE, default_tmp_dir
 
 __all__ = [
     "DEFAULT_MAX_FILES",
@@ -14,12 +14,6 @@ __all__ = [
 
 DEFAULT_MAX_FILES = 64
 DEFAULT_MAX_INLINE_BYTES = 10 * 1024 * 1024
-DEFAULT_WORKSPACE = "~/.openclaw/workspace"
-
-
-def _default_tmp_dir() -> str:
-    # Node: os.tmpdir() + "/openclaw"; tempfile honours TMPDIR the same way.
-    return os.path.join(tempfile.gettempdir(), "openclaw")
 
 
 @dataclass(frozen=True)
@@ -37,8 +31,8 @@ class ArtifactSettings:
     max_inline_bytes: int = DEFAULT_MAX_INLINE_BYTES
     snapshot_max_files: int = DEFAULT_MAX_FILES
     scan_shared_media_roots: bool = False
-    openclaw_media_dir: str = "~/.openclaw/media"
-    openclaw_tmp_dir: str = field(default_factory=_default_tmp_dir)
+    openclaw_media_dir: str = DEFAULT_MEDIA_DIR
+    openclaw_tmp_dir: str = field(default_factory=default_tmp_dir)
 
     def __post_init__(self) -> None:
         if not self.signing_secret:

@@ -21,15 +21,19 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .coerce import ABSENT, non_negative_number, optional_string, positive_integer
+from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.openclaw import DEFAULT_MEDIA_DIR
+
+from .coerce import non_negative_number, optional_string, param, positive_integer
 from .collation import collation_key
 from .content import CHUNK_SIZE, label_for_path, node_extname
-from .errors import GatewayError, node_fs_error_message
+from .errors import node_fs_error_message
 from .paths import (
     ensure_directory_beneath,
     expand_user_path,
     is_within_root,
     relative_parts,
+    resolve_scope_root,
     resolve_workspace_root,
     safe_display_path,
     safe_input_relative_path,
@@ -40,7 +44,6 @@ from .scope import (
     payload_header,
     read_identity,
     requested_scope,
-    scope_root_for,
 )
 from .settings import DEFAULT_MAX_FILES, ArtifactSettings
 
@@ -60,14 +63,10 @@ class _Source:
     inode: int
 
 
-def _param(params: Mapping[str, object], key: str) -> object:
-    return params.get(key, ABSENT)
-
-
 def _staging_roots(settings: ArtifactSettings) -> list[str]:
     roots: list[str] = []
     for configured in (
-        settings.openclaw_media_dir or "~/.openclaw/media",
+        settings.openclaw_media_dir or DEFAULT_MEDIA_DIR,
         settings.openclaw_tmp_dir,
     ):
         expanded = expand_user_path(configured)
@@ -266,13 +265,13 @@ def collect_and_snapshot(
     params: Mapping[str, object], settings: ArtifactSettings
 ) -> dict[str, object]:
     identity = read_identity(params)
-    since_unix_ms = non_negative_number(_param(params, "sinceUnixMs"), "sinceUnixMs", 0)
+    since_unix_ms = non_negative_number(param(params, "sinceUnixMs"), "sinceUnixMs", 0)
     max_files = positive_integer(
-        _param(params, "maxFiles"), "maxFiles", settings.snapshot_max_files, DEFAULT_MAX_FILES
+        param(params, "maxFiles"), "maxFiles", settings.snapshot_max_files, DEFAULT_MAX_FILES
     )
     artifact_scope = requested_scope(params, identity)
     workspace_root = resolve_workspace_root(params, settings)
-    scope_root = scope_root_for(workspace_root, artifact_scope)
+    scope_root = resolve_scope_root(workspace_root, artifact_scope)
     # D-A6: all params are valid; the writes start here.
     snapshot_root = create_scope_directory(workspace_root, scope_root, extra=_SNAPSHOT_DIR)
     snapshot_relative = f"{artifact_scope}/{_SNAPSHOT_DIR}"

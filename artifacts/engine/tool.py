@@ -11,7 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
-from .errors import GatewayError
+from xworkmate.lib.errors import GatewayError
+
 from .export import list_artifacts
 from .read import read_artifact
 from .settings import ArtifactSettings

@@ -5,7 +5,6 @@ syntax), computes next runs exactly as OpenClaw does (DST included) with the del
 exceptions of DECISIONS.md D-C2, and describes schedules for people. No Django here.
 """
 
-from ._time import ms_to_iso
 from .cron import CronPattern, parse_cron
 from .describe import describe_schedule
 from .engine import (
@@ -25,7 +24,6 @@ __all__ = [
     "ScheduleError",
     "compute_next_run_ms",
     "describe_schedule",
-    "ms_to_iso",
     "next_runs",
     "parse_at_ms",
     "parse_cron",

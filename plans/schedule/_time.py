@@ -10,18 +10,16 @@ from __future__ import annotations
 
 from datetime import datetime
 from functools import lru_cache
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+from zoneinfo import ZoneInfo
+
+from xworkmate.lib.timezones import TimeZoneError, get_zone
 
 from .errors import ScheduleError
 
 __all__ = [
     "MAX_MS",
     "MIN_MS",
-    "civil_from_days",
-    "days_from_civil",
-    "days_in_month",
     "from_wall",
-    "ms_to_iso",
     "resolve_zone",
     "to_wall",
 ]
@@ -31,86 +29,23 @@ __all__ = [
 MIN_MS = -62_135_596_800_000  # 0001-01-01T00:00:00.000Z
 MAX_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
 
-_MONTH_DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
-
-
-def _is_leap(year: int) -> bool:
-    return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
-
-
-def days_in_month(year: int, month: int) -> int:
-    if month == 2 and _is_leap(year):
-        return 29
-    return _MONTH_DAYS[month - 1]
-
-
-def days_from_civil(y: int, m: int, d: int) -> int:
-    """Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm)."""
-    y -= m <= 2
-    era = (y if y >= 0 else y - 399) // 400
-    yoe = y - era * 400
-    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
-    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
-    return era * 146097 + doe - 719468
-
-
-def civil_from_days(z: int) -> tuple[int, int, int]:
-    """Inverse of :func:`days_from_civil`: (year, month, day)."""
-    z += 719468
-    era = (z if z >= 0 else z - 146096) // 146097
-    doe = z - era * 146097
-    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
-    y = yoe + era * 400
-    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
-    mp = (5 * doy + 2) // 153
-    d = doy - (153 * mp + 2) // 5 + 1
-    m = mp + (3 if mp < 10 else -9)
-    return y + (m <= 2), m, d
-
-
-def ms_to_iso(ms: int) -> str:
-    """UTC ISO-8601 with milliseconds and ``Z``, exactly like JavaScript's ``toISOString``.
-
-    >>> ms_to_iso(1773104400000)
-    '2026-03-10T01:00:00.000Z'
-    """
-    days, rem = divmod(int(ms), 86_400_000)
-    y, m, d = civil_from_days(days)
-    sec, milli = divmod(rem, 1000)
-    hh, rest = divmod(sec, 3600)
-    mi, ss = divmod(rest, 60)
-    # JavaScript switches to the expanded six-digit year form outside 0..9999.
-    year = f"{y:04d}" if 0 <= y <= 9999 else f"{'+' if y > 0 else '-'}{abs(y):06d}"
-    return f"{year}-{m:02d}-{d:02d}T{hh:02d}:{mi:02d}:{ss:02d}.{milli:03d}Z"
-
-
-@lru_cache(maxsize=1)
-def _zone_names() -> dict[str, str]:
-    # Intl (which croner uses) matches zone names case-insensitively ("utc", "asia/shanghai");
-    # zoneinfo does not, so map the lower-cased names to the canonical spelling once.
-    return {name.lower(): name for name in available_timezones()}
-
 
 @lru_cache(maxsize=256)
 def resolve_zone(name: str) -> ZoneInfo:
-    """The zone for an IANA name, matched case-insensitively as Intl does.
+    """The zone for an IANA name (matched case-insensitively, as Intl does).
 
     Raises :class:`ScheduleError` with croner 10's message for an unknown zone (it wraps
-    Node's ``Invalid time zone specified: <name>``).
+    Node's ``Invalid time zone specified: <name>``), the text OpenClaw users see.
     """
-    canonical = _zone_names().get(name.strip().lower())
-    error = ScheduleError(
-        f"CronDate: Failed to convert date to timezone '{name}'. This may happen with invalid "
-        f"timezone names or dates. Original error: toTZ: Invalid timezone '{name}' or date. "
-        "Please provide a valid IANA timezone (e.g., 'America/New_York', 'Europe/Stockholm'). "
-        f"Original error: Invalid time zone specified: {name}"
-    )
-    if canonical is None:
-        raise error
     try:
-        return ZoneInfo(canonical)
-    except (ZoneInfoNotFoundError, ValueError) as exc:  # pragma: no cover - tzdata mismatch
-        raise error from exc
+        return get_zone(name)
+    except TimeZoneError as exc:
+        raise ScheduleError(
+            f"CronDate: Failed to convert date to timezone '{name}'. This may happen with "
+            f"invalid timezone names or dates. Original error: toTZ: Invalid timezone '{name}' "
+            "or date. Please provide a valid IANA timezone (e.g., 'America/New_York', "
+            f"'Europe/Stockholm'). Original error: Invalid time zone specified: {name}"
+        ) from exc
 
 
 _MIN_S = MIN_MS // 1000 + 2 * 86400  # keep a margin so offset lookups never leave datetime's range

@@ -33,7 +33,8 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from ._time import civil_from_days, days_from_civil, days_in_month
+from xworkmate.lib.jstime import civil_from_days, days_from_civil, days_in_month
+
 from .errors import ScheduleError
 
 __all__ = ["CronPattern", "parse_cron"]

@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from ._time import ms_to_iso
+from xworkmate.lib.jstime import ms_to_iso
+
 from .cron import _NICKNAMES, parse_cron
 from .engine import parse_at_ms
 from .errors import ScheduleError

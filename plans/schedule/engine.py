@@ -28,16 +28,9 @@ import re
 from collections.abc import Mapping
 from functools import lru_cache
 
-from ._time import (
-    MAX_MS,
-    MIN_MS,
-    days_from_civil,
-    days_in_month,
-    from_wall,
-    ms_to_iso,
-    resolve_zone,
-    to_wall,
-)
+from xworkmate.lib.jstime import days_from_civil, days_in_month, ms_to_iso
+
+from ._time import MAX_MS, MIN_MS, from_wall, resolve_zone, to_wall
 from .cron import CronPattern, parse_cron
 from .errors import ScheduleError
 

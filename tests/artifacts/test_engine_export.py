@@ -12,7 +12,6 @@ from typing import Any, cast
 import pytest
 
 from artifacts.engine import (
-    GatewayError,
     export_artifacts,
     list_artifacts,
     prepare_artifact_scope,
@@ -30,6 +29,7 @@ from tests.artifacts.engine_support import (
     tree_state,
     write,
 )
+from xworkmate.lib.errors import GatewayError
 
 NOT_PREPARED = "artifact scope is not prepared for this task run"
 

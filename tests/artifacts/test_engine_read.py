@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 
 from artifacts.engine import (
     ArtifactMissingError,
-    GatewayError,
     export_artifacts,
     open_artifact_by_ref,
     read_artifact,
@@ -28,6 +27,7 @@ from tests.artifacts.engine_support import (
     tree_state,
     write,
 )
+from xworkmate.lib.errors import GatewayError
 
 
 @pytest.fixture

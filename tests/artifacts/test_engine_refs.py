@@ -13,12 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from artifacts.engine import (
-    GatewayError,
     export_artifacts,
     sign_artifact_ref,
     verify_artifact_ref,
 )
 from tests.artifacts.engine_support import ids, make_workspace, prepare, settings_for, write
+from xworkmate.lib.errors import GatewayError
 
 GOLDEN_REF = (
     "eyJ2IjoyLCJ3b3Jrc3BhY2VSb290SGFzaCI6IjAyOTU2MjFmM2NmOTg4YTcwZWRkMmQ0NjgxMTJiZmFjMTQzMjg3"

@@ -11,8 +11,6 @@ from hypothesis import strategies as st
 
 from artifacts.engine import (
     ArtifactMissingError,
-    ConflictError,
-    GatewayError,
     export_artifacts,
     prepare_artifact_scope,
     safe_scope_segment,
@@ -25,6 +23,7 @@ from artifacts.engine.paths import (
     safe_input_relative_path,
 )
 from tests.artifacts.engine_support import ids, make_workspace, settings_for, tree_state
+from xworkmate.lib.errors import ConflictError, GatewayError
 
 
 def test_case_1_prepares_isolated_task_artifact_scopes(tmp_path: Path) -> None:

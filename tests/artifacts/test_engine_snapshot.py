@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from artifacts.engine import GatewayError, collect_and_snapshot
+from artifacts.engine import collect_and_snapshot
 from tests.artifacts.engine_support import ids, make_workspace, settings_for, tree_state, write
+from xworkmate.lib.errors import GatewayError
 
 NO_SOURCES = "no task-referenced source files supplied; shared media roots were not scanned"
 

@@ -8,13 +8,13 @@ import pytest
 
 from artifacts.engine import (
     TOOL_DEFINITION,
-    GatewayError,
     ToolContext,
     format_manifest_markdown,
     tool_execute,
 )
 from artifacts.engine.tool import _format_size
 from tests.artifacts.engine_support import make_workspace, prepare, settings_for, write
+from xworkmate.lib.errors import GatewayError
 
 
 def test_case_116_schema_and_required_context(tmp_path: Path) -> None:

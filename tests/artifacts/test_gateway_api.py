@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from django.test import override_settings
 
-from artifacts.conf import SECRET_NAME, artifact_settings
+from artifacts.services import SECRET_NAME, artifact_settings
 from tests.artifacts.engine_support import make_workspace, prepare, settings_for, tree_state, write
 from xworkmate.config import parse_config_text
-from xworkmate.gateway import registered_methods
+from xworkmate.methods import registered_methods
 from xworkmate.models import ApiKey
 
 ARTIFACT_METHODS = [

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import ApiClient
-from xworkmate.models import NativeTask, SessionEntry, SessionMapping, TaskRun
+from xworkmate.gateway.models import NativeTask, SessionEntry, SessionMapping, TaskRun
 
 
 @pytest.fixture

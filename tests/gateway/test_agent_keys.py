@@ -55,18 +55,18 @@ def test_the_admin_shows_sessions_mappings_runs_and_native_tasks_read_only(clien
     bridge.post("/api/gateway/hooks/agent_end", {"event": {"runId": "r1", "error": "api_key=sk-x"}, "ctx": {"sessionKey": "k1"}})
     bridge.post("/api/gateway/native-tasks", {"sessionKey": "k1", "task": {"taskId": "n1", "status": "running"}})
     for path in ("sessionentry", "sessionmapping", "taskrun", "nativetask"):
-        page = client.get(f"/admin/xworkmate/{path}/")
+        page = client.get(f"/admin/gateway/{path}/")
         assert page.status_code == 200, path
         assert "k1" in page.content.decode() or "t1" in page.content.decode()
-        assert client.get(f"/admin/xworkmate/{path}/add/").status_code == 403
-    from xworkmate.models import TaskRun
+        assert client.get(f"/admin/gateway/{path}/add/").status_code == 403
+    from xworkmate.gateway.models import TaskRun
 
     run = TaskRun.objects.get()
-    detail = client.get(f"/admin/xworkmate/taskrun/{run.pk}/change/").content.decode()
+    detail = client.get(f"/admin/gateway/taskrun/{run.pk}/change/").content.decode()
     assert "report.md" in detail and "api_key=&lt;redacted&gt;" in detail and "sk-x" not in detail
     # Each artifact links to its streamed download, which the staff session may fetch.
     link = re.search(r'href="(/api/artifacts/download\?[^"]+)"', detail).group(1)
     download = client.get(html.unescape(link))
     assert download.status_code == 200 and b"".join(download.streaming_content) == b"# r\n"
-    assert client.post(f"/admin/xworkmate/taskrun/{run.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert client.post(f"/admin/gateway/taskrun/{run.pk}/delete/", {"post": "yes"}).status_code == 403
     assert TaskRun.objects.filter(pk=run.pk).exists()

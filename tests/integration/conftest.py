@@ -82,7 +82,7 @@ class CeleryProcesses:
         }
 
     def start(self, role: str, config_text: str = "") -> subprocess.Popen[bytes]:
-        args = [sys.executable, "-m", "celery", "-A", "xworkmate", role, "--loglevel", "INFO"]
+        args = [sys.executable, "-m", "celery", "-A", "xworkmate.celery", role, "--loglevel", "INFO"]
         if role == "worker":
             args += ["--concurrency", "2", "--hostname", f"test-{os.getpid()}@%h"]
         else:

@@ -16,7 +16,7 @@ from django.db import connection
 
 from tests.conftest import ApiClient
 from tests.gateway.conftest import workspace  # noqa: F401 (fixture)
-from xworkmate.models import NativeTask, SessionEntry, SessionMapping, TaskRun
+from xworkmate.gateway.models import NativeTask, SessionEntry, SessionMapping, TaskRun
 from xworkmate.services import api_key_create
 
 CONFLICT = "conflict: xworkmate session mapping already points to a different session"

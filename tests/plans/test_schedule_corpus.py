@@ -34,12 +34,12 @@ import pytest
 from plans.schedule import (
     ScheduleError,
     compute_next_run_ms,
-    ms_to_iso,
     next_runs,
     resolve_stagger_ms,
     stagger_offset_ms,
     validate_schedule,
 )
+from xworkmate.lib.jstime import ms_to_iso
 
 _HERE = Path(__file__).resolve().parent
 _CANDIDATES = [

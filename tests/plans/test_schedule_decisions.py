@@ -16,12 +16,12 @@ from plans.schedule import (
     DEFAULT_TOP_OF_HOUR_STAGGER_MS,
     ScheduleError,
     compute_next_run_ms,
-    ms_to_iso,
     next_runs,
     parse_at_ms,
     resolve_stagger_ms,
     validate_schedule,
 )
+from xworkmate.lib.jstime import ms_to_iso
 
 
 def _ms(iso: str) -> int:

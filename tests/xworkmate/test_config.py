@@ -10,7 +10,6 @@ import pytest
 
 from tests.conftest import ROOT
 from xworkmate.config import (
-    BUILTIN_JOBS,
     MASK,
     SCHEMA,
     ConfigError,
@@ -19,6 +18,7 @@ from xworkmate.config import (
     parse_config_text,
 )
 from xworkmate.lib.durations import parse_duration
+from xworkmate.periodic import configured_jobs, default_jobs
 
 HOME = Path("/tmp/xworkmate-config-test-home")
 
@@ -29,7 +29,8 @@ def parse(text: str, env: dict[str, str] | None = None):
 
 def problems(text: str, env: dict[str, str] | None = None) -> list[str]:
     with pytest.raises(ConfigError) as info:
-        parse(text, env)
+        # The file alone, then merged with the apps' default jobs (D-K5).
+        configured_jobs(parse(text, env))
     return [p.removeprefix("<text>: ") for p in info.value.problems]
 
 
@@ -75,8 +76,9 @@ def test_it_has_the_documented_default_for_every_key():
     for (section, key), expected in EXPECTED_DEFAULTS.items():
         assert config.get(section, key) == expected, f"{section}.{key}"
     assert config.delivery_channels == ()
-    assert [(j.name, j.task, j.every, j.cron, j.enabled) for j in config.periodic_jobs] == [
-        ("liveness", "xworkmate.liveness", timedelta(seconds=30), None, True)
+    assert [(j.name, j.task, j.every, j.cron, j.enabled) for j in configured_jobs(config)] == [
+        ("liveness", "xworkmate.liveness", timedelta(seconds=30), None, True),
+        ("task-run-history-purge", "xworkmate.purge_task_run_history", timedelta(hours=1), None, False),
     ]
     assert config.database_url == f"sqlite:///{HOME}/xworkmate.sqlite3"
     assert config.broker_url == "filesystem://"
@@ -92,8 +94,8 @@ def test_the_example_file_documents_every_key_with_its_default():
     example = parse(text)
     default = parse("")
     assert example.values == default.values
-    for job in BUILTIN_JOBS:  # built-in jobs are described in the comments
-        assert f"task = \"{job['task']}\"" in text
+    for job in default_jobs():  # the apps' default jobs are described in the comments
+        assert f"task = \"{job.task}\"" in text
 
 
 def test_it_reads_a_full_file(tmp_path):
@@ -132,7 +134,7 @@ enabled = false
     assert config.archive_root == "/srv/ws/archives"
     assert config.get("longrun", "progress_every") == timedelta(hours=1, minutes=30)
     assert config.delivery_channels[0].timeout == timedelta(seconds=5)
-    jobs = {j.name: j for j in config.periodic_jobs}
+    jobs = {j.name: j for j in configured_jobs(config)}
     # Setting cron on the built-in job replaces its every; the task is kept.
     assert (jobs["liveness"].task, jobs["liveness"].every, jobs["liveness"].cron) == (
         "xworkmate.liveness", None, "*/5 * * * *",
@@ -256,7 +258,7 @@ def test_it_validates_values_from_the_environment_and_says_so():
 
 def test_it_masks_secrets_when_showing_the_config():
     config = parse('[[delivery.channels]]\nname = "a"\nurl = "https://x.org"\nsecret = "s3"\n', ENV)
-    shown = effective_config(config)
+    shown = effective_config(config, configured_jobs(config))
     text = repr(shown)
     for secret in ("pw", "rpw", "from-env", "django-from-env", "s3"):
         assert f"'{secret}'" not in text and f":{secret}@" not in text
@@ -266,13 +268,13 @@ def test_it_masks_secrets_when_showing_the_config():
     assert shown["service"]["secret_key"] == MASK
     assert shown["delivery"]["channels"][0]["secret"] == MASK
     assert shown["longrun"]["progress_every"] == "3m"
-    unmasked = effective_config(config, mask_secrets=False)
+    unmasked = effective_config(config, (), mask_secrets=False)
     assert unmasked["artifacts"]["ref_signing_secret"] == "from-env"
     # An empty secret stays visibly empty rather than pretending to be set.
-    assert effective_config(parse(""))["artifacts"]["ref_signing_secret"] == ""
+    assert effective_config(parse(""), ())["artifacts"]["ref_signing_secret"] == ""
 
 
 def test_durations_round_trip_through_the_shown_config():
     config = parse('[longrun]\nstale = "1h30m15s"\n')
-    shown = effective_config(config)["longrun"]["stale"]
+    shown = effective_config(config, ())["longrun"]["stale"]
     assert parse_duration(shown) == config.get("longrun", "stale")

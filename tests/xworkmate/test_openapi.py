@@ -7,7 +7,7 @@ import importlib
 import pytest
 from django.urls import clear_url_caches
 
-from xworkmate import gateway
+from xworkmate import methods as gateway
 
 
 @pytest.fixture

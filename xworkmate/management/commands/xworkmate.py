@@ -16,7 +16,9 @@ from django.utils import timezone
 
 from xworkmate.bootstrap import ServiceUnavailable, bootstrap, require_services
 from xworkmate.config import ConfigError, effective_config, load_config
-from xworkmate.models import SCOPES, ApiKey
+from xworkmate.models import ApiKey
+from xworkmate.periodic import configured_jobs, periodic_job_problems
+from xworkmate.policies import SCOPES
 from xworkmate.services import ApiKeyError, KeyBinding, api_key_create, api_key_revoke
 from xworkmate.supervisor import Supervisor, commands
 
@@ -91,13 +93,17 @@ class Command(BaseCommand):
         if check is not None:
             try:
                 loaded = load_config(Path(check)) if check else load_config()
+                problems = periodic_job_problems(loaded)
             except ConfigError as exc:
-                for problem in exc.problems:
-                    self.stderr.write(problem)
-                raise CommandError("config is invalid", returncode=1) from exc
+                problems = exc.problems
+            for problem in problems:
+                self.stderr.write(problem)
+            if problems:
+                raise CommandError("config is invalid", returncode=1)
             self.stdout.write(f"{loaded.source}: OK")
             return
-        data = effective_config(settings.XWORKMATE, mask_secrets=not show_secrets)
+        config = settings.XWORKMATE
+        data = effective_config(config, configured_jobs(config), mask_secrets=not show_secrets)
         self.stdout.write(json.dumps(data, indent=2, ensure_ascii=False))
 
     # -- apikey ---------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The artifact engine's settings, taken from the service config.
+"""The artifacts app's services: the engine's settings, taken from the service config.
 
 The signing secret follows D-A10: `artifacts.ref_signing_secret` from the
 file, else XWORKMATE_ARTIFACT_REF_SIGNING_SECRET (both resolved by the config
@@ -7,13 +7,11 @@ loader), else the secret generated once into the data home.
 
 from __future__ import annotations
 
-import os
-import tempfile
-
 from django.conf import settings
 
 from artifacts.engine import ArtifactSettings
 from xworkmate.datahome import stored_secret
+from xworkmate.lib.openclaw import default_tmp_dir
 
 SECRET_NAME = "artifact_ref_secret"  # noqa: S105 (a file name)
 
@@ -32,5 +30,5 @@ def artifact_settings() -> ArtifactSettings:
         scan_shared_media_roots=config.get("artifacts", "scan_shared_media_roots"),
         openclaw_media_dir=config.get("artifacts", "openclaw_media_dir"),
         openclaw_tmp_dir=config.get("artifacts", "openclaw_tmp_dir")
-        or os.path.join(tempfile.gettempdir(), "openclaw"),
+        or default_tmp_dir(),
     )

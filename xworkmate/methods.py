@@ -1,8 +1,9 @@
 """The gateway method table and its call envelope.
 
 Every `xworkmate.*` method the bridge calls is registered here once, with the
-scope it needs; the REST views (xworkmate.api) look methods up by name. Apps
-register their methods in their AppConfig.ready(), in the contract's order.
+scope it needs; the dispatch views (xworkmate.dispatch) look methods up by
+name. Apps register their methods in their AppConfig.ready(), in the
+contract's order (the kernel knows no method of its own: D-K1).
 
 Handlers take a GatewayCall and return the payload dict, or raise
 GatewayError (INVALID_REQUEST, HTTP 400) / ConflictError (CONFLICT, HTTP 409)
@@ -17,17 +18,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from xworkmate.lib.errors import ConflictError, GatewayError
+from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.wire import js_trim
 from xworkmate.models import ApiKey
+from xworkmate.policies import SCOPES
 
 __all__ = [
-    "ConflictError",
     "GatewayCall",
-    "GatewayError",
     "GatewayMethod",
     "UnknownMethodError",
     "body_too_large",
     "get_method",
+    "method_areas",
     "parse_body",
     "register_method",
     "registered_methods",
@@ -70,8 +72,11 @@ _METHODS: dict[str, GatewayMethod] = {}
 def register_method(method: GatewayMethod) -> GatewayMethod:
     if method.name in _METHODS:
         raise ValueError(f"gateway method {method.name!r} is already registered")
-    if method.scope not in ("gateway:read", "gateway:write"):
-        raise ValueError(f"gateway method {method.name!r}: scope must be gateway:read or :write")
+    if method.scope not in SCOPES:
+        raise ValueError(
+            f"gateway method {method.name!r}: scope must be one of {', '.join(SCOPES)} "
+            f"(got {method.scope!r})"
+        )
     _METHODS[method.name] = method
     return method
 
@@ -85,6 +90,11 @@ def get_method(name: str) -> GatewayMethod:
         return _METHODS[name]
     except KeyError:
         raise UnknownMethodError(f"unknown method: {name}") from None
+
+
+def method_areas() -> list[str]:
+    """The areas (`gateway`, `plans`...) that have methods, in registration order."""
+    return list(dict.fromkeys(m.scope.partition(":")[0] for m in _METHODS.values()))
 
 
 def registered_methods() -> list[GatewayMethod]:
@@ -141,14 +151,14 @@ def body_too_large(limit: int) -> GatewayError:
 def split_envelope(body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """`{"method": ..., "params": {...}}` → (method, params)."""
     method = body.get("method")
-    if not isinstance(method, str) or not method.strip():
+    if not isinstance(method, str) or not js_trim(method):
         raise GatewayError("method: required, a non-empty string")
     params = body.get("params", {})
     if params is None:
         params = {}
     if not isinstance(params, dict):
         raise GatewayError(f"params: must be a JSON object (got {_json_type(params)})")
-    return method.strip(), params
+    return js_trim(method), params
 
 
 def _json_type(value: object) -> str:

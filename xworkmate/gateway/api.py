@@ -1,4 +1,4 @@
-"""REST endpoints of the gateway beside the method table: hooks, native tasks, ping.
+"""REST endpoints of the gateway app beside its methods: hooks and native tasks.
 
 - `POST /api/gateway/hooks/session_start` and `POST /api/gateway/hooks/agent_end`:
   the bridge's hooks as REST calls (D-A14). Once the key is accepted they
@@ -6,7 +6,6 @@
   only as `false` in the answer, as a hook in the original never failed its caller.
 - `POST /api/gateway/native-tasks`: the platform upserts its task-registry
   records, which `xworkmate.tasks.get` reads first.
-- `GET /api/ping`: a constant answer for any valid key (the benchmark's baseline).
 """
 
 from __future__ import annotations
@@ -22,12 +21,15 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from xworkmate.auth import ApiKeyOrStaff, HasScope, request_key
-from xworkmate.gateway import GatewayError, parse_body
-from xworkmate.models import KEY_MAX_LENGTH, NativeTask
-from xworkmate.policies import task_string
-from xworkmate.services import native_task_upsert
-from xworkmate.sessions import agent_end_hook, session_start_hook
+from xworkmate.auth import HasScope, request_key
+from xworkmate.gateway.hooks import agent_end_hook, session_start_hook
+from xworkmate.gateway.models import NativeTask
+from xworkmate.gateway.policies import task_string
+from xworkmate.gateway.services import native_task_upsert
+from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.jstime import wire_time
+from xworkmate.lib.wire import KEY_MAX_LENGTH, js_trim
+from xworkmate.methods import parse_body
 
 logger = logging.getLogger("xworkmate.gateway")
 
@@ -121,7 +123,8 @@ class NativeTaskUpsertView(APIView):
 
     @extend_schema_serializer(component_name="NativeTaskUpsertInput")
     class InputSerializer(serializers.Serializer):  # type: ignore[type-arg]
-        sessionKey = serializers.CharField(max_length=KEY_MAX_LENGTH)
+        # Trimmed once, as JavaScript trims (D-K7), not by DRF's str.strip.
+        sessionKey = serializers.CharField(max_length=KEY_MAX_LENGTH, trim_whitespace=False)
         task = serializers.DictField(
             help_text="the registry record, returned as `task` by tasks.get; "
             f"needs taskId and status ({_STATUSES}), may carry runId"
@@ -137,7 +140,7 @@ class NativeTaskUpsertView(APIView):
                 )
             run_id = value.get("runId")
             if run_id is not None and (
-                not isinstance(run_id, str) or len(run_id.strip()) > KEY_MAX_LENGTH
+                not isinstance(run_id, str) or len(js_trim(run_id)) > KEY_MAX_LENGTH
             ):
                 raise serializers.ValidationError(
                     f"runId: must be a string of at most {KEY_MAX_LENGTH} characters"
@@ -159,7 +162,12 @@ class NativeTaskUpsertView(APIView):
         runId = serializers.CharField(source="task.run_id")
         status = serializers.CharField(source="task.status")
         task = serializers.DictField(source="task.record")
-        updatedAt = serializers.DateTimeField(source="task.updated_at")
+        updatedAt = serializers.SerializerMethodField(
+            help_text="UTC, milliseconds, Z (as every time on the gateway's wire)"
+        )
+
+        def get_updatedAt(self, result: Any) -> str:
+            return wire_time(result.task.updated_at)
 
     @extend_schema(
         operation_id="native_task_upsert",
@@ -174,9 +182,9 @@ class NativeTaskUpsertView(APIView):
         record: dict[str, Any] = data.validated_data["task"]
         run_id = record.get("runId")
         result = native_task_upsert(
-            session_key=data.validated_data["sessionKey"].strip(),
+            session_key=js_trim(data.validated_data["sessionKey"]),
             task_id=task_string(record.get("taskId")),
-            run_id=run_id.strip() if isinstance(run_id, str) else "",
+            run_id=js_trim(run_id) if isinstance(run_id, str) else "",
             status=str(record["status"]),
             record=record,
             now=timezone.now(),
@@ -185,18 +193,3 @@ class NativeTaskUpsertView(APIView):
             self.OutputSerializer(result).data,
             status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
         )
-
-
-class PingView(APIView):
-    """A constant body for any valid key: the benchmark's baseline for auth + DRF overhead."""
-
-    permission_classes = [ApiKeyOrStaff]
-
-    @extend_schema(
-        operation_id="ping",
-        summary="Constant answer for any valid API key",
-        responses={200: inline_serializer("Ping", {"ok": serializers.BooleanField()})},
-        tags=["service"],
-    )
-    def get(self, request: Request) -> Response:
-        return Response({"ok": True})

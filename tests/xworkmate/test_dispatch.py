@@ -7,7 +7,10 @@ import json
 import pytest
 from django.test import override_settings
 
-from xworkmate import gateway
+from tests.conftest import ApiClient
+from xworkmate import methods as gateway
+from xworkmate.lib.errors import GatewayError
+from xworkmate.services import api_key_create
 
 
 def test_it_wraps_a_payload_in_the_success_envelope(owner, test_methods):
@@ -102,7 +105,7 @@ def test_it_maps_contract_errors_to_400_and_409(owner, test_methods):
 def test_it_chooses_the_code_by_error_type_not_message_text_d_a5(owner, test_methods):
     # "conflict" in the message of a plain GatewayError is still INVALID_REQUEST.
     def handler(call):
-        raise gateway.GatewayError("this mentions a conflict")
+        raise GatewayError("this mentions a conflict")
 
     gateway.register_method(gateway.GatewayMethod("test.words", handler, "gateway:read", "x"))
     try:
@@ -120,13 +123,27 @@ def test_it_keeps_registration_order_and_refuses_duplicates(test_methods):
         gateway.register_method(
             gateway.GatewayMethod("test.echo.read", lambda call: {}, "gateway:read", "dup")
         )
-    with pytest.raises(ValueError, match="scope must be"):
-        gateway.register_method(gateway.GatewayMethod("test.bad", lambda call: {}, "plans:read", "x"))
+    with pytest.raises(ValueError, match="scope must be one of gateway:read, gateway:write, plans:read"):
+        gateway.register_method(gateway.GatewayMethod("test.bad", lambda call: {}, "weather:read", "x"))
+
+
+def test_any_area_may_register_a_method(db):
+    """The table serves every app (D-K1): a plans method needs plans:read, not a gateway scope."""
+    method = gateway.GatewayMethod("test.plans.echo", lambda call: {"ok": 1}, "plans:read", "x")
+    gateway.register_method(method)
+    try:
+        _, plans_token = api_key_create(name="plans-reader", scopes=["plans:read"])
+        _, gateway_token = api_key_create(name="gateway-writer", scopes=["gateway:write"])
+        assert ApiClient(plans_token).post("/gateway/test.plans.echo", {}).json() == {"ok": True, "payload": {"ok": 1}}
+        refused = ApiClient(gateway_token).post("/gateway/test.plans.echo", {})
+        assert refused.status_code == 403 and refused.json()["error"]["code"] == "FORBIDDEN"
+    finally:
+        gateway.unregister_method("test.plans.echo")
 
 
 def test_case_123_a_bound_key_overrides_the_callers_scope():
     """§13.0 scopedGatewayParams: session, run, workspace and task directory of the key win."""
-    from xworkmate.gateway import scoped_params
+    from xworkmate.methods import scoped_params
     from xworkmate.models import ApiKey
 
     agent = ApiKey(name="agent", bound_session_key="k1", bound_run_id="r1",

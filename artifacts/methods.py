@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from artifacts import engine
-from artifacts.conf import artifact_settings
-from xworkmate import gateway_docs
-from xworkmate.gateway import GatewayCall, GatewayMethod
+from artifacts.engine import schema
+from artifacts.services import artifact_settings
+from xworkmate.methods import GatewayCall, GatewayMethod
 
 
 def _export(call: GatewayCall) -> Mapping[str, Any]:
@@ -44,7 +44,7 @@ METHODS = (
             "the scope is empty): paths, labels, content types, sizes, SHA-256, a signed "
             "`artifactRef` each, inline base64 up to maxInlineBytes, warnings, constraints."
         ),
-        params_doc=gateway_docs.EXPORT,
+        params_doc=schema.EXPORT,
         tags=("gateway", "artifacts"),
     ),
     GatewayMethod(
@@ -57,7 +57,7 @@ METHODS = (
             "the shared media roots) into `artifacts/<label>/` of the scope; name clashes get "
             "a numeric suffix and a warning."
         ),
-        params_doc=gateway_docs.COLLECT_AND_SNAPSHOT,
+        params_doc=schema.COLLECT_AND_SNAPSHOT,
         tags=("gateway", "artifacts"),
     ),
     GatewayMethod(
@@ -65,7 +65,7 @@ METHODS = (
         _list,
         "gateway:read",
         "List the task run's artifacts (metadata only)",
-        params_doc=gateway_docs.LIST,
+        params_doc=schema.LIST,
         tags=("gateway", "artifacts"),
     ),
     GatewayMethod(
@@ -76,7 +76,7 @@ METHODS = (
         description=(
             "The same checks as export; a file changed since its ref was issued is refused."
         ),
-        params_doc=gateway_docs.READ,
+        params_doc=schema.READ,
         tags=("gateway", "artifacts"),
     ),
 )

@@ -1,10 +1,9 @@
-"""The gateway's session methods and hooks (contract §13.0-§13.2, §14.3).
+"""The gateway's own methods: `xworkmate.session.prepare` and `xworkmate.tasks.get`.
 
-`xworkmate.session.prepare` and `xworkmate.tasks.get` are gateway handlers
-(registered in apps.py); `session_start` and `agent_end` are the bridge hooks,
-called over REST (D-A14) through xworkmate.hooks_api. Here the params are read
-and checked and the payloads built, in the contract's key order; the writes
-are xworkmate.services, the reads xworkmate.selectors.
+Contract §13.0-§13.2. Here the params are read and checked and the payloads
+built, in the contract's key order; the writes are xworkmate.gateway.services,
+the reads xworkmate.gateway.selectors. `METHODS` is what the app registers in
+the kernel's method table (apps.py), first in the contract's order (§1.4).
 """
 
 from __future__ import annotations
@@ -17,51 +16,47 @@ from typing import Any
 from django.db import DatabaseError
 from django.utils import timezone
 
-from artifacts.conf import artifact_settings
-
 # normalize_expected_artifact_dirs is the one normaliser of §7 (with D-A4):
 # prepare must check the dirs before the session key, as the original does,
 # and validate_prepare_params checks them after it.
 from artifacts.engine import (
     export_artifacts,
     normalize_expected_artifact_dirs,
-    prepare_artifact_scope,
     validate_prepare_params,
 )
-from xworkmate.gateway import GatewayCall, GatewayError, scoped_params
-from xworkmate.models import KEY_MAX_LENGTH, ApiKey, NativeTask, SessionMapping, TaskRun
-from xworkmate.policies import (
+from artifacts.engine.schema import (
+    BOOL,
+    EXPORT_OPTIONS,
+    IDS,
+    NUM,
+    STR,
+    WHERE,
+    described,
+    json_object,
+)
+from artifacts.services import artifact_settings
+from xworkmate.gateway.models import NativeTask, SessionMapping, TaskRun
+from xworkmate.gateway.policies import (
     app_status_from_task_status,
-    hook_string,
-    last_assistant_text,
-    sanitize_error,
-    sanitize_output,
     schema_version_is_one,
     task_string,
-    wire_time,
 )
-from xworkmate.selectors import (
+from xworkmate.gateway.selectors import (
     mapping_for_session,
     mapping_for_thread,
     native_task_lookup,
     visible_run,
 )
-from xworkmate.services import (
-    MappingInput,
-    session_mapping_record,
-    session_prepare,
-    task_run_record_terminal,
-)
+from xworkmate.gateway.services import MappingInput, session_prepare
+from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.jstime import wire_time
+from xworkmate.lib.wire import check_max_length
+from xworkmate.methods import GatewayCall, GatewayMethod
 
 logger = logging.getLogger("xworkmate.gateway")
 
 MODE = "gateway-chat"
 CREATED_AT_MAX_LENGTH = 64
-
-
-def _check_length(field: str, value: str, limit: int = KEY_MAX_LENGTH) -> None:
-    if len(value) > limit:
-        raise GatewayError(f"{field} must be at most {limit} characters")
 
 
 def _metadata_envelope(params: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -88,9 +83,9 @@ def read_mapping_request(params: Mapping[str, Any]) -> MappingInput:
     if not session_key:
         raise GatewayError("openclawSessionKey required")
     created_at = task_string(env.get("createdAt"))
-    _check_length("appThreadKey", app_thread_key)
-    _check_length("openclawSessionKey", session_key)
-    _check_length("createdAt", created_at, CREATED_AT_MAX_LENGTH)
+    check_max_length("appThreadKey", app_thread_key)
+    check_max_length("openclawSessionKey", session_key)
+    check_max_length("createdAt", created_at, CREATED_AT_MAX_LENGTH)
     return MappingInput(
         app_thread_key=app_thread_key,
         session_key=session_key,
@@ -131,7 +126,7 @@ def session_prepare_method(call: GatewayCall) -> dict[str, Any]:
         "expectedArtifactDirs": request.expected_dirs,
     }
     plan = validate_prepare_params(engine_params, settings)
-    _check_length("runId", plan.identity.run_id)
+    check_max_length("runId", plan.identity.run_id)
     mapping, prepared = session_prepare(
         request=request,
         run_id=plan.identity.run_id,
@@ -379,73 +374,60 @@ def _evidence_payload(lookup: _Lookup, exported: Mapping[str, object]) -> dict[s
     return payload
 
 
-# --- hooks (§14.3, D-A14): they never fail the caller -------------------------------
+# --- registration ---------------------------------------------------------------------
 
+SESSION_PREPARE_PARAMS = json_object(
+    {
+        "schemaVersion": described(NUM, "must be 1 (default)"),
+        "appThreadKey": described(STR, "the app's thread, mapped to one OpenClaw session"),
+        **IDS,
+        "expectedArtifactDirs": EXPORT_OPTIONS["expectedArtifactDirs"],
+        **WHERE,
+        "createdAt": described(STR, "kept verbatim for a new mapping"),
+        "requestId": STR,
+        "externalTaskId": STR,
+        "xworkmate": described({"type": "object"}, "optional envelope holding the mapping fields"),
+    },
+    ("appThreadKey", "openclawSessionKey", "runId"),
+)
 
-@dataclass(frozen=True)
-class HookResult:
-    prepared: bool = False
-    mapped: bool = False
-    recorded: bool = False
+TASKS_GET_PARAMS = json_object(
+    {
+        "appThreadKey": STR,
+        **IDS,
+        "taskId": STR,
+        "includeArtifacts": described(BOOL, "default true; false skips the manifest"),
+        **WHERE,
+        **EXPORT_OPTIONS,
+        "includeContent": described(BOOL, "default false here"),
+    }
+)
 
-
-def session_start_hook(event: Mapping[str, Any], api_key: ApiKey | None) -> HookResult:
-    """Prepare the run's scope, then record the mapping with source "session_start".
-
-    Two steps, each checking all its params before it writes: a session that
-    starts without an app thread still gets its scope (the agent writes
-    there), only the mapping is skipped (case G127). No run record is written.
-    """
-    context = event.get("context")
-    raw = context if context is not None else event
-    params = scoped_params(raw if isinstance(raw, dict) else {}, api_key)
-    if not hook_string(params.get("openclawSessionKey")) or not params.get("runId"):
-        return HookResult()  # a legacy `sessionKey` alone does nothing
-    prepared = False
-    try:
-        prepare_artifact_scope(params, artifact_settings())
-        prepared = True
-        request = read_mapping_request(params)
-        session_mapping_record(request=request, source="session_start", now=timezone.now())
-    except GatewayError as exc:
-        logger.warning("xworkmate session_start preparation failed: Error: %s", exc.message)
-        return HookResult(prepared=prepared)
-    # D-A14: whatever breaks, the hook's caller is not failed; the traceback is logged.
-    except Exception as exc:
-        logger.exception("xworkmate session_start preparation failed: Error: %s", exc)
-        return HookResult(prepared=prepared)
-    return HookResult(prepared=True, mapped=True)
-
-
-def agent_end_hook(
-    event: Mapping[str, Any], ctx: Mapping[str, Any], api_key: ApiKey | None
-) -> HookResult:
-    """Record the run's terminal state with the final assistant text and redacted error."""
-    raw_key = ctx.get("sessionKey")
-    session_key = hook_string(event.get("sessionKey") if raw_key is None else raw_key)
-    raw_run = event.get("runId")
-    run_id = hook_string(ctx.get("runId") if raw_run is None else raw_run)
-    if api_key is not None and api_key.is_bound:
-        # An agent key reports only its own run (the trusted scope of §13.0).
-        session_key, run_id = api_key.bound_session_key, api_key.bound_run_id
-    if not session_key or not run_id:
-        return HookResult()
-    try:
-        _check_length("sessionKey", session_key)
-        _check_length("runId", run_id)
-        task_run_record_terminal(
-            session_key=session_key,
-            run_id=run_id,
-            success=event.get("success") is True,
-            output=sanitize_output(last_assistant_text(event.get("messages"))),
-            error=sanitize_error(event.get("error")),
-            now=timezone.now(),
-        )
-    except GatewayError as exc:
-        logger.warning("xworkmate agent_end state capture failed: Error: %s", exc.message)
-        return HookResult()
-    # D-A14: whatever breaks, the hook's caller is not failed; the traceback is logged.
-    except Exception as exc:
-        logger.exception("xworkmate agent_end state capture failed: Error: %s", exc)
-        return HookResult()
-    return HookResult(recorded=True)
+# The first two methods of the contract's order (§1.4); the artifacts app adds four.
+METHODS = (
+    GatewayMethod(
+        "xworkmate.session.prepare",
+        session_prepare_method,
+        "gateway:write",
+        "Map an app thread to an OpenClaw session and prepare the run's artifact scope",
+        description=(
+            "Records the durable appThreadKey ↔ openclawSessionKey mapping, creates "
+            "`tasks/<session>/<run>` and marks the run running. Everything is checked "
+            "before anything is written; a thread or session already mapped elsewhere "
+            "is CONFLICT."
+        ),
+        params_doc=SESSION_PREPARE_PARAMS,
+    ),
+    GatewayMethod(
+        "xworkmate.tasks.get",
+        tasks_get_method,
+        "gateway:read",
+        "Task status, output and the current artifact manifest of one run",
+        description=(
+            "Looks the session up by openclawSessionKey or appThreadKey; answers the "
+            "native task, else the recorded run, else artifact evidence. Lookup "
+            "failures are successful payloads with `ok: false` and a `code`."
+        ),
+        params_doc=TASKS_GET_PARAMS,
+    ),
+)

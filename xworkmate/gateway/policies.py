@@ -1,0 +1,139 @@
+"""Pure rules of the gateway (contract §13.2, §14): functions of their arguments only.
+
+No database, no clock: callers pass what they read and `now`.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+
+from xworkmate.lib.wire import js_trim
+
+MAX_RECORDED_TASK_RUNS = 32  # runs per session tasks.get can see (§2)
+OUTPUT_CAP = 16 * 1024  # UTF-16 code units, as the original's String.slice
+ERROR_CAP = 2048
+
+_NIL = "<nil>"  # what the Go bridge sends for a nil string
+
+
+def task_string(value: object) -> str:
+    """taskState.ts `optionalString`: strings, numbers and booleans, trimmed as JS trims.
+
+    JSON numbers print the way JavaScript's String() prints them (1.0 → "1"),
+    and the Go bridge's "<nil>" means empty.
+    """
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, int):
+        text = str(value)
+    elif isinstance(value, float):
+        text = str(int(value)) if value.is_integer() and abs(value) < 1e21 else repr(value)
+    elif isinstance(value, str):
+        text = js_trim(value)
+    else:
+        return ""
+    return "" if text == _NIL else text
+
+
+def hook_string(value: object) -> str:
+    """index.ts `stringParam`: strings only, trimmed."""
+    return js_trim(value) if isinstance(value, str) else ""
+
+
+def schema_version_is_one(value: object) -> bool:
+    """`Number(env.schemaVersion ?? 1) === 1`, for JSON values."""
+    if value is None:
+        return True
+    if isinstance(value, bool):
+        return value is True  # Number(true) is 1
+    if isinstance(value, int | float):
+        return value == 1
+    if isinstance(value, str):
+        try:
+            return float(js_trim(value) or "0") == 1
+        except ValueError:
+            return False
+    if isinstance(value, list) and len(value) == 1:
+        return schema_version_is_one(value[0] if isinstance(value[0], str) else str(value[0]))
+    return False
+
+
+def app_status_from_task_status(task_status: str) -> str:
+    """`appStatusFromTaskStatus` at HEAD (D-A1: `completed` counts as completed)."""
+    if task_status in ("succeeded", "completed"):
+        return "completed"
+    if task_status in ("failed", "timed_out", "cancelled", "lost"):
+        return "failed"
+    return "running"
+
+
+def native_status_may_change(current: str, new: str) -> bool:
+    """Terminal native statuses are sticky: only an active record changes status.
+
+    A re-sent identical status is allowed (it may carry a fuller record).
+    """
+    return current == new or current in ("queued", "running")
+
+
+def utf16_prefix(text: str, units: int) -> str:
+    """`text.slice(0, units)` in UTF-16 code units, never splitting a character."""
+    encoded = text.encode("utf-16-le", "surrogatepass")
+    if len(encoded) <= units * 2:
+        return text
+    return encoded[: units * 2].decode("utf-16-le", "ignore")
+
+
+def sanitize_output(raw: object) -> str:
+    """§14.2 output: trimmed, capped at 16 KiB (UTF-16 units); "" means absent."""
+    return utf16_prefix(task_string(raw), OUTPUT_CAP)
+
+
+_SECRET_TOKEN = re.compile(r"\b(sk|nvapi)-[A-Za-z0-9._-]+\b", re.IGNORECASE | re.ASCII)
+_API_KEY_VALUE = re.compile(r"(api[_ -]?key\s*[:=]\s*)[^\s,;]+", re.IGNORECASE)
+
+
+def sanitize_error(raw: object) -> str:
+    """§14.2 error: keys and tokens redacted first, then capped at 2048 units."""
+    text = task_string(raw)
+    text = _SECRET_TOKEN.sub(r"\1-<redacted>", text)
+    text = _API_KEY_VALUE.sub(r"\1<redacted>", text)
+    return utf16_prefix(text, ERROR_CAP)
+
+
+_TEXT_BLOCKS = ("text", "output_text")
+
+
+def last_assistant_text(messages: object) -> str:
+    """§14.3 `lastAssistantText`: the final assistant display text, or "" if none."""
+    if not isinstance(messages, list):
+        return ""
+    for message in reversed(messages):
+        if not isinstance(message, dict):
+            continue
+        role = message.get("role")
+        if not isinstance(role, str) or js_trim(role).lower() != "assistant":
+            continue
+        content = message.get("content")
+        if isinstance(content, str) and js_trim(content):
+            return js_trim(content)
+        if isinstance(content, list):
+            texts = []
+            for block in content:
+                if not isinstance(block, dict):
+                    continue
+                kind = block.get("type")
+                if not isinstance(kind, str) or js_trim(kind).lower() not in _TEXT_BLOCKS:
+                    continue
+                text = block.get("text")
+                if isinstance(text, str) and js_trim(text):
+                    texts.append(js_trim(text))
+            joined = js_trim("\n".join(texts))
+            if joined:
+                return joined
+    return ""
+
+
+def history_purge_before(now: datetime, retention: timedelta) -> datetime:
+    """Runs moved to the history before this moment have outlived the retention."""
+    return now - retention

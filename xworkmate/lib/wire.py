@@ -1,0 +1,44 @@
+"""Strings as the bridge sends them: one trim and one length rule for the whole wire.
+
+The bridge and the agents are JavaScript programs, and the original plugin
+trimmed every string with ``String.prototype.trim``. Python's ``str.strip``
+removes a different set (it also drops ``\\x1c``-``\\x1f`` and ``\\x85`` but keeps
+the byte-order mark ``\\ufeff``), so a key trimmed one way in one place and the
+other way elsewhere would be stored as one string and scoped as another. Every
+wire string therefore goes through :func:`js_trim` (D-K7).
+"""
+
+from __future__ import annotations
+
+from xworkmate.lib.errors import GatewayError
+
+__all__ = ["KEY_MAX_LENGTH", "check_max_length", "js_trim"]
+
+# ECMAScript WhiteSpace + LineTerminator: exactly what String.prototype.trim removes.
+_JS_WHITESPACE = (
+    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+
+# Longest session key, app thread key, run id or task id the service accepts.
+# Callers refuse longer ones with a message naming the field, so no database
+# column ever sees them.
+KEY_MAX_LENGTH = 512
+
+
+def js_trim(value: str) -> str:
+    """``value.trim()`` as JavaScript computes it."""
+    return value.strip(_JS_WHITESPACE)
+
+
+def check_max_length(
+    field: str,
+    value: str,
+    limit: int = KEY_MAX_LENGTH,
+    *,
+    error: type[Exception] = GatewayError,
+) -> str:
+    """Return ``value`` or raise ``error("<field> must be at most <limit> characters")``."""
+    if len(value) > limit:
+        raise error(f"{field} must be at most {limit} characters")
+    return value
