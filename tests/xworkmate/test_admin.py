@@ -21,9 +21,21 @@ def staff(client, db):
 def test_the_landing_page_links_every_part(client, staff):
     page = client.get("/admin/").content.decode()
     for href in ("/healthz", "/api/docs/", "/admin/xworkmate/apikey/",
-                 "/admin/xworkmate/periodicjobstate/"):
+                 "/admin/xworkmate/periodicjobstate/",
+                 "/admin/plans/schedule-preview/"):  # a card the plans app adds (D-K1)
         assert f'href="{href}"' in page, href
     assert 'id="xworkmate-language"' in page
+    # The kernel's cards first, then each app's, in INSTALLED_APPS order.
+    assert page.index('href="/admin/xworkmate/periodicjobstate/"') < page.index(
+        'href="/admin/plans/schedule-preview/"'
+    )
+
+
+def test_the_landing_cards_are_translated(client, staff):
+    client.post("/admin/language/", {"language": "zh-hans", "next": "/admin/"})
+    page = client.get("/admin/").content.decode()
+    assert "调度预览" in page
+    assert "Schedule preview" not in page
 
 
 def test_it_switches_language_per_user(client, staff, settings):
