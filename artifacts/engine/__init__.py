@@ -15,7 +15,12 @@ from .paths import (
     safe_scope_segment,
     task_session_scope_for,
 )
-from .prepare import PreparePlan, prepare_artifact_scope, validate_prepare_params
+from .prepare import (
+    PreparePlan,
+    create_prepared_scope,
+    prepare_artifact_scope,
+    validate_prepare_params,
+)
 from .read import OpenedArtifact, open_artifact_by_ref, read_artifact
 from .refs import RefPayload, sign_artifact_ref, verify_artifact_ref
 from .settings import ArtifactSettings
@@ -37,6 +42,7 @@ __all__ = [
     "ToolContext",
     "artifact_scope_for",
     "collect_and_snapshot",
+    "create_prepared_scope",
     "export_artifacts",
     "format_manifest_markdown",
     "list_artifacts",

@@ -60,7 +60,11 @@ def prepare_artifact_scope(
     The gateway adds ``mapping``, ``appThreadKey`` and ``openclawSessionKey`` after these
     keys (§13.1 success payload).
     """
-    plan = validate_prepare_params(params, settings)
+    return create_prepared_scope(validate_prepare_params(params, settings))
+
+
+def create_prepared_scope(plan: PreparePlan) -> dict[str, object]:
+    """The writing half of :func:`prepare_artifact_scope`, for a plan already validated."""
     create_scope_directory(plan.workspace_root, plan.scope_root)
     return {
         **payload_header(plan.identity, plan.workspace_root, plan.artifact_scope),

@@ -91,8 +91,11 @@ def _write_marker(dir_fd: int, created_ms: float) -> None:
         os.close(marker_dir)
         return
     try:
+        # No fsync: the marker is advisory. One lost to a crash (missing or
+        # empty) only makes scope_created_ms fall back to the directory's own
+        # times, and a flush to disk on every prepare would hold the session's
+        # row lock for nothing.
         os.write(fd, json.dumps({"createdAtMs": created_ms}).encode("ascii"))
-        os.fsync(fd)
     finally:
         os.close(fd)
         os.close(marker_dir)

@@ -41,12 +41,7 @@ from xworkmate.gateway.policies import (
     schema_version_is_one,
     task_string,
 )
-from xworkmate.gateway.selectors import (
-    mapping_for_session,
-    mapping_for_thread,
-    native_task_lookup,
-    visible_run,
-)
+from xworkmate.gateway.selectors import native_task_lookup, session_state
 from xworkmate.gateway.services import MappingInput, session_prepare
 from xworkmate.lib.errors import GatewayError
 from xworkmate.lib.jstime import wire_time
@@ -127,13 +122,7 @@ def session_prepare_method(call: GatewayCall) -> dict[str, Any]:
     }
     plan = validate_prepare_params(engine_params, settings)
     check_max_length("runId", plan.identity.run_id)
-    mapping, prepared = session_prepare(
-        request=request,
-        run_id=plan.identity.run_id,
-        engine_params=engine_params,
-        artifact_settings=settings,
-        now=timezone.now(),
-    )
+    mapping, prepared = session_prepare(request=request, plan=plan, now=timezone.now())
     return {
         **prepared,
         "mapping": mapping_payload(mapping),
@@ -234,24 +223,23 @@ def tasks_get_method(call: GatewayCall) -> dict[str, Any]:
     params = call.params  # already scoped to a bound key's run by the dispatcher (§13.0)
     app_thread_key = task_string(params.get("appThreadKey"))
     explicit_key = task_string(params.get("openclawSessionKey"))
-    mapping: SessionMapping | None = None
-    if explicit_key:
-        mapping = mapping_for_session(explicit_key)
-    elif app_thread_key:
-        mapping = mapping_for_thread(app_thread_key)
-        if mapping is None:
-            return _lookup_error(
-                "mapping_not_found", f"No OpenClaw session mapping found for {app_thread_key}"
-            )
-    session_key = mapping.session.session_key if mapping is not None else explicit_key
-    if not session_key:
+    run_id = task_string(params.get("runId"))
+    if not explicit_key and not app_thread_key:
         return _lookup_error("invalid_lookup", "openclawSessionKey or appThreadKey required")
+    # One query for the mapping and the visible run (the bridge polls this call).
+    state = session_state(session_key=explicit_key, app_thread_key=app_thread_key, run_id=run_id)
+    mapping = state.mapping
+    if not explicit_key and mapping is None:
+        return _lookup_error(
+            "mapping_not_found", f"No OpenClaw session mapping found for {app_thread_key}"
+        )
+    session_key = mapping.session.session_key if mapping is not None else explicit_key
     lookup = _Lookup(
         params=params,
         mapping=mapping,
         app_thread_key=app_thread_key,
         session_key=session_key,
-        run_id=task_string(params.get("runId")),
+        run_id=run_id,
         task_id=task_string(params.get("taskId")),
         include_artifacts=params.get("includeArtifacts") is not False,
     )
@@ -259,7 +247,7 @@ def tasks_get_method(call: GatewayCall) -> dict[str, Any]:
     if native is not None and isinstance(native.record, dict):
         return _native_payload(lookup, native.record)
     exported = lookup.export(lookup.run_id) if lookup.include_artifacts and lookup.run_id else None
-    run = visible_run(session_key, lookup.run_id) if lookup.run_id else None
+    run = state.run
     if run is not None:
         return _recorded_payload(lookup, run, exported)
     if exported is not None and _as_list(exported.get("artifacts")):

@@ -1,35 +1,64 @@
-"""Reads of the gateway: mappings, visible runs, native task records."""
+"""Reads of the gateway: a session's mapping and run, native task records.
+
+`session_state` and `native_task_lookup` serve `tasks.get`, the bridge's
+polling call: one SQL statement each (xworkmate.gateway.sql says why).
+"""
 
 from __future__ import annotations
 
-from django.db.models import Case, Q, When
+from dataclasses import dataclass
 
-from xworkmate.gateway.models import NativeTask, SessionMapping, TaskRun
+from django.db import connection
+
+from xworkmate.gateway.models import NativeTask, SessionEntry, SessionMapping, TaskRun
+from xworkmate.gateway.sql import columns, table
 
 
-def mapping_for_session(session_key: str) -> SessionMapping | None:
-    return (
-        SessionMapping.objects.select_related("session")
-        .filter(session__session_key=session_key)
-        .first()
+@dataclass(frozen=True)
+class SessionState:
+    """What the gateway recorded for one session: its mapping and one visible run."""
+
+    entry: SessionEntry | None
+    mapping: SessionMapping | None
+    run: TaskRun | None
+
+
+def session_state(
+    *, session_key: str = "", app_thread_key: str = "", run_id: str = ""
+) -> SessionState:
+    """The session named by its key (or by its mapped app thread), in one query.
+
+    `run` is the visible run `run_id` (among the session's newest, never from
+    the history, §2); `mapping` is None when the session has none. Looking a
+    session up by app thread finds it only through its mapping.
+    """
+    entry_cols = columns(SessionEntry, "e")
+    mapping_cols = columns(SessionMapping, "m")
+    run_cols = columns(TaskRun, "r")
+    where = "e.session_key = %s" if session_key else "m.app_thread_key = %s"
+    # Only identifiers from the models' metadata are formatted in; every value
+    # is a query parameter.
+    sql = (
+        f"SELECT {entry_cols.sql}, {mapping_cols.sql}, {run_cols.sql} "  # noqa: S608
+        f"FROM {table(SessionEntry)} e "
+        f"LEFT JOIN {table(SessionMapping)} m ON m.session_id = e.id "
+        f"LEFT JOIN {table(TaskRun)} r ON r.session_id = e.id AND r.run_id = %s "
+        f"AND r.evicted_at IS NULL "
+        f"WHERE {where}"
     )
-
-
-def mapping_for_thread(app_thread_key: str) -> SessionMapping | None:
-    # app_thread_key is unique, so "the first mapping whose appThreadKey
-    # matches" of the original's scan is the only one.
-    return (
-        SessionMapping.objects.select_related("session")
-        .filter(app_thread_key=app_thread_key)
-        .first()
-    )
-
-
-def visible_run(session_key: str, run_id: str) -> TaskRun | None:
-    """The run tasks.get may report: among the session's newest, never from the history."""
-    return TaskRun.objects.filter(
-        session__session_key=session_key, run_id=run_id, evicted_at__isnull=True
-    ).first()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [run_id, session_key or app_thread_key])
+        row = cursor.fetchone()
+    if row is None:
+        return SessionState(None, None, None)
+    split = (len(entry_cols), len(entry_cols) + len(mapping_cols))
+    entry = entry_cols.build(row[: split[0]])
+    mapping = mapping_cols.build(row[split[0] : split[1]])
+    run = run_cols.build(row[split[1] :]) if run_id else None
+    for child in (mapping, run):
+        if child is not None:
+            child.session = entry
+    return SessionState(entry, mapping, run)
 
 
 def native_task_lookup(session_key: str, token: str) -> NativeTask | None:
@@ -37,15 +66,21 @@ def native_task_lookup(session_key: str, token: str) -> NativeTask | None:
 
     With a token: the record whose task id is the token, else the newest whose
     run id is (`resolve(token) || get(token)`); without one: the newest record
-    (`findLatest()`).
+    (`findLatest()`). One query: the task id match (unique per session) sorts
+    first, then the run's records, newest first.
     """
-    records = NativeTask.objects.filter(session_key=session_key)
-    if not token:
-        return records.order_by("-updated_at", "-id").first()
-    # One query for both lookups: the record whose task id is the token (unique
-    # per session) sorts first, then the run's records, newest first.
-    return (
-        records.filter(Q(task_id=token) | Q(run_id=token))
-        .order_by(Case(When(task_id=token, then=0), default=1), "-updated_at", "-id")
-        .first()
-    )
+    cols = columns(NativeTask, "n")
+    sql = f"SELECT {cols.sql} FROM {table(NativeTask)} n WHERE n.session_key = %s "  # noqa: S608
+    params: list[str] = [session_key]
+    if token:
+        sql += (
+            "AND (n.task_id = %s OR n.run_id = %s) "
+            "ORDER BY CASE WHEN n.task_id = %s THEN 0 ELSE 1 END, n.updated_at DESC, n.id DESC "
+        )
+        params += [token, token, token]
+    else:
+        sql += "ORDER BY n.updated_at DESC, n.id DESC "
+    with connection.cursor() as cursor:
+        cursor.execute(sql + "LIMIT 1", params)
+        row = cursor.fetchone()
+    return cols.build(row) if row is not None else None

@@ -3,22 +3,23 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
-from django.db.models import DateTimeField, F, Q, Value
+from django.db import IntegrityError, connection, transaction
+from django.db.models import DateTimeField, F, Q, Subquery, Value
 from django.db.models.functions import Coalesce, Greatest
 
-from artifacts.engine import ArtifactSettings, prepare_artifact_scope
+from artifacts.engine import PreparePlan, create_prepared_scope
+from xworkmate.gateway import sql
 from xworkmate.gateway.models import NativeTask, SessionEntry, SessionMapping, TaskRun
 from xworkmate.gateway.policies import (
     MAX_RECORDED_TASK_RUNS,
     history_purge_before,
     native_status_may_change,
 )
+from xworkmate.gateway.sql import columns, table
 from xworkmate.lib.errors import ConflictError, GatewayError
 from xworkmate.lib.jstime import wire_time
 
@@ -40,46 +41,102 @@ class MappingInput:
     created_at_text: str  # the caller's createdAt verbatim; "" = now
 
 
-def _locked_session_entry(*, session_key: str, now: datetime) -> SessionEntry:
+@dataclass(frozen=True)
+class _LockedSession:
+    """A session's entry, locked for this transaction, with what the writes need."""
+
+    entry: SessionEntry
+    mapping: SessionMapping | None
+    run: TaskRun | None  # the visible run of the run id asked for
+    visible_runs: int
+
+
+def _lock_session(*, session_key: str, run_id: str, now: datetime) -> _LockedSession:
     """The session's entry, created on first use (`fallbackEntry`), locked for this transaction.
 
-    INSERT … ON CONFLICT DO NOTHING, then SELECT … FOR UPDATE: two first
-    writes for one session both end on the same row, the second waiting for
-    the first to commit, so all writes to one session's mapping and runs are
-    serialised by this row lock.
+    SELECT … FOR UPDATE, and on first use INSERT … ON CONFLICT DO NOTHING
+    before locking again: two first writes for one session both end on the
+    same row, the second waiting for the first to commit, so all writes to one
+    session's mapping and runs are serialised by this row lock.
+
+    Then, in a second statement, what the writes that follow need: the
+    mapping, the visible run `run_id` and how many runs are visible. It must
+    be a second statement: on PostgreSQL a statement that waited for a row
+    lock still reads the other tables as they were when it started, so a
+    mapping or run committed by the writer it waited for would be missed.
     """
-    SessionEntry.objects.bulk_create(
-        [SessionEntry(session_key=session_key, session_id=session_key, created_at=now)],
-        ignore_conflicts=True,
+    entry = _lock_entry(session_key)
+    if entry is None:
+        SessionEntry.objects.bulk_create(
+            [SessionEntry(session_key=session_key, session_id=session_key, created_at=now)],
+            ignore_conflicts=True,
+        )
+        entry = _lock_entry(session_key)
+        if entry is None:  # the row exists now, whoever inserted it
+            raise GatewayError(MAPPING_WRITE_FAILED)
+    return _read_locked(entry, run_id)
+
+
+def _lock_entry(session_key: str) -> SessionEntry | None:
+    cols = columns(SessionEntry, "e")
+    # SQLite has no row locks: its IMMEDIATE transactions lock the whole database.
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    sql = f"SELECT {cols.sql} FROM {table(SessionEntry)} e WHERE e.session_key = %s{lock}"  # noqa: S608
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [session_key])
+        row = cursor.fetchone()
+    return cols.build(row) if row is not None else None
+
+
+def _read_locked(entry: SessionEntry, run_id: str) -> _LockedSession:
+    mapping_cols = columns(SessionMapping, "m")
+    run_cols = columns(TaskRun, "r")
+    sql = (
+        f"SELECT (SELECT COUNT(*) FROM {table(TaskRun)} v "  # noqa: S608
+        f"WHERE v.session_id = %s AND v.evicted_at IS NULL), {mapping_cols.sql}, {run_cols.sql} "
+        f"FROM (SELECT 1 AS one) k "
+        f"LEFT JOIN {table(SessionMapping)} m ON m.session_id = %s "
+        f"LEFT JOIN {table(TaskRun)} r ON r.session_id = %s AND r.run_id = %s "
+        f"AND r.evicted_at IS NULL"
     )
-    return SessionEntry.objects.select_for_update().get(session_key=session_key)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [entry.pk, entry.pk, entry.pk, run_id])
+        row = cursor.fetchone()
+    end_mapping = 1 + len(mapping_cols)
+    mapping = mapping_cols.build(row[1:end_mapping])
+    run = run_cols.build(row[end_mapping:]) if run_id else None
+    for child in (mapping, run):
+        if child is not None:
+            child.session = entry
+    return _LockedSession(entry, mapping, run, int(row[0] or 0))
 
 
 def _mapping_upsert(
-    *, entry: SessionEntry, request: MappingInput, source: str, now: datetime
+    *, locked: _LockedSession, request: MappingInput, source: str, now: datetime
 ) -> SessionMapping:
-    existing = SessionMapping.objects.filter(session=entry).first()
+    existing = locked.mapping
     if existing is not None:
         if existing.app_thread_key != request.app_thread_key:
             raise ConflictError(CONFLICT_MESSAGE)
         # Re-prepare replaces the dirs (even with []) and keeps createdAt and
         # source (Q5, D-A7: the bridge re-prepares when the run id changes).
         updated_at = max(now, existing.created_at)
-        changed = SessionMapping.objects.filter(
-            pk=existing.pk, app_thread_key=request.app_thread_key
-        ).update(expected_artifact_dirs=request.expected_dirs, updated_at=updated_at)
+        changed = sql.update(
+            SessionMapping,
+            {"expected_artifact_dirs": request.expected_dirs, "updated_at": updated_at},
+            {"id": existing.pk, "app_thread_key": request.app_thread_key},
+        )
         if changed != 1:
             raise GatewayError(MAPPING_WRITE_FAILED)
         existing.expected_artifact_dirs = request.expected_dirs
         existing.updated_at = updated_at
-        existing.session = entry
         return existing
     try:
         # A savepoint: the unique app thread key is what refuses a second
         # session for the same thread, even when both inserts race.
         with transaction.atomic():
             return SessionMapping.objects.create(
-                session=entry,
+                session=locked.entry,
                 app_thread_key=request.app_thread_key,
                 expected_artifact_dirs=request.expected_dirs,
                 source=source,
@@ -93,20 +150,19 @@ def _mapping_upsert(
 
 def _run_write(
     *,
-    entry: SessionEntry,
+    locked: _LockedSession,
     run_id: str,
     status: str,
     now: datetime,
     output: str = "",
     error: str = "",
 ) -> TaskRun:
-    """Upsert one visible run (the session row is locked by the caller).
+    """Upsert one visible run of the locked session.
 
     As the original's record: startedAt survives, everything not supplied is
     dropped, so a re-start clears output, error and completedAt (Q5).
     """
     terminal = status != TaskRun.RUNNING
-    run = TaskRun.objects.filter(session=entry, run_id=run_id, evicted_at__isnull=True).first()
     values: dict[str, object] = {
         "status": status,
         "success": status == TaskRun.COMPLETED,
@@ -114,20 +170,35 @@ def _run_write(
         "output": output,
         "error": error,
     }
+    run = locked.run
     if run is None:
-        run = TaskRun.objects.create(
-            session=entry, run_id=run_id, started_at=now, updated_at=now, **values
+        run = sql.insert(
+            TaskRun,
+            {
+                "session_id": locked.entry.pk,
+                "run_id": run_id,
+                "started_at": now,
+                "updated_at": now,
+                "evicted_at": None,
+                **values,
+            },
         )
-    else:
-        # A clock that stepped back must not break updated_at >= started_at.
-        values["updated_at"] = max(now, run.started_at)
-        if terminal:
-            values["completed_at"] = values["updated_at"]
-        changed = TaskRun.objects.filter(pk=run.pk, evicted_at__isnull=True).update(**values)
-        if changed != 1:
-            raise GatewayError(RUN_WRITE_FAILED)
-        run.refresh_from_db()
-    _evict_beyond_newest(entry=entry, now=now)
+        run.session = locked.entry
+        # Only a new row can take the session past the newest MAX_RECORDED_TASK_RUNS
+        # (an update keeps the count), so only then may there be anything to evict.
+        if locked.visible_runs + 1 > MAX_RECORDED_TASK_RUNS:
+            _evict_beyond_newest(entry=locked.entry, now=now)
+        return run
+    # A clock that stepped back must not break updated_at >= started_at.
+    values["updated_at"] = max(now, run.started_at)
+    if terminal:
+        values["completed_at"] = values["updated_at"]
+    # By id: the session's lock guarantees the run read is still visible.
+    if sql.update(TaskRun, values, {"id": run.pk}) != 1:
+        raise GatewayError(RUN_WRITE_FAILED)
+    # The session row lock serialises writers: what was written is what the row holds.
+    for field_name, value in values.items():
+        setattr(run, field_name, value)
     return run
 
 
@@ -138,12 +209,13 @@ def _evict_beyond_newest(*, entry: SessionEntry, now: datetime) -> None:
     `gateway.run_history_retention` (task_run_history_purge).
     """
     visible = TaskRun.objects.filter(session=entry, evicted_at__isnull=True)
-    keep = list(
-        visible.order_by("-updated_at", "-id").values_list("id", flat=True)[:MAX_RECORDED_TASK_RUNS]
-    )
-    visible.exclude(id__in=keep).update(evicted_at=now)
+    newest = visible.order_by("-updated_at", "-id").values("id")[:MAX_RECORDED_TASK_RUNS]
+    if not visible.exclude(id__in=Subquery(newest)).update(evicted_at=now):
+        return
     # This session's own history past the retention goes now; other sessions'
-    # wait for the periodic purge (task_run_history_purge).
+    # wait for the periodic purge (task_run_history_purge). A session has a
+    # history only once it is at the cap, and from then on each new run evicts
+    # one, so purging when evicting purges whenever the history grows.
     retention = settings.XWORKMATE.get("gateway", "run_history_retention")
     TaskRun.objects.filter(
         session=entry, evicted_at__lt=history_purge_before(now, retention)
@@ -153,9 +225,7 @@ def _evict_beyond_newest(*, entry: SessionEntry, now: datetime) -> None:
 def session_prepare(
     *,
     request: MappingInput,
-    run_id: str,
-    engine_params: Mapping[str, object],
-    artifact_settings: ArtifactSettings,
+    plan: PreparePlan,
     now: datetime,
 ) -> tuple[SessionMapping, dict[str, object]]:
     """`xworkmate.session.prepare` after validation: mapping, run started, scope directory.
@@ -165,18 +235,19 @@ def session_prepare(
     directory fails, the mapping and the run roll back with it.
     """
     with transaction.atomic():
-        entry = _locked_session_entry(session_key=request.session_key, now=now)
-        mapping = _mapping_upsert(entry=entry, request=request, source="bridge_prepare", now=now)
-        _run_write(entry=entry, run_id=run_id, status=TaskRun.RUNNING, now=now)
-        payload = prepare_artifact_scope(engine_params, artifact_settings)
+        run_id = plan.identity.run_id
+        locked = _lock_session(session_key=request.session_key, run_id=run_id, now=now)
+        mapping = _mapping_upsert(locked=locked, request=request, source="bridge_prepare", now=now)
+        _run_write(locked=locked, run_id=run_id, status=TaskRun.RUNNING, now=now)
+        payload = create_prepared_scope(plan)
     return mapping, payload
 
 
 def session_mapping_record(*, request: MappingInput, source: str, now: datetime) -> SessionMapping:
     """Record the mapping alone (the `session_start` hook: source "session_start")."""
     with transaction.atomic():
-        entry = _locked_session_entry(session_key=request.session_key, now=now)
-        return _mapping_upsert(entry=entry, request=request, source=source, now=now)
+        locked = _lock_session(session_key=request.session_key, run_id="", now=now)
+        return _mapping_upsert(locked=locked, request=request, source=source, now=now)
 
 
 def task_run_record_terminal(
@@ -184,10 +255,10 @@ def task_run_record_terminal(
 ) -> TaskRun:
     """The `agent_end` hook: the run is completed or failed, with output and redacted error."""
     with transaction.atomic():
-        entry = _locked_session_entry(session_key=session_key, now=now)
+        locked = _lock_session(session_key=session_key, run_id=run_id, now=now)
         status = TaskRun.COMPLETED if success else TaskRun.FAILED
         return _run_write(
-            entry=entry, run_id=run_id, status=status, now=now, output=output, error=error
+            locked=locked, run_id=run_id, status=status, now=now, output=output, error=error
         )
 
 
