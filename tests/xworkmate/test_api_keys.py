@@ -162,6 +162,32 @@ def test_it_refuses_bad_key_input_and_writes_nothing(db, name, scopes, message):
     assert ApiKey.objects.count() == 0
 
 
+def test_a_fresh_last_use_costs_no_write(make_client, test_methods, django_assert_num_queries):
+    """D-K8: the row just read says the last use is recent, so nothing is written."""
+    client = make_client("gateway:read", name="busy")
+    client.get("/api/ping")  # the first use is recorded
+    with django_assert_num_queries(1) as captured:  # the key lookup, and no UPDATE
+        assert client.get("/api/ping").status_code == 200
+    assert captured.captured_queries[0]["sql"].startswith("SELECT")
+
+
+def test_a_name_taken_between_the_check_and_the_insert_is_the_same_clean_error(db, monkeypatch):
+    """Two callers creating one name at once: the loser gets ApiKeyError, never a 500."""
+    import xworkmate.services as services
+
+    real = services.secrets.token_urlsafe
+
+    def rival_wins(nbytes):
+        # The other caller commits its key after our existence check, before our insert.
+        ApiKey.objects.create(name="raced", prefix="xwm_x", key_hash="0" * 64, scopes=["gateway:read"])
+        return real(nbytes)
+
+    monkeypatch.setattr(services.secrets, "token_urlsafe", rival_wins)
+    with pytest.raises(ApiKeyError, match="name: an API key named 'raced' already exists"):
+        api_key_create(name="raced", scopes=["gateway:read"])
+    assert ApiKey.objects.filter(name="raced").count() == 1
+
+
 def test_it_refuses_a_duplicate_name(db):
     api_key_create(name="bridge", scopes=["gateway:read"])
     with pytest.raises(ApiKeyError, match="name: an API key named 'bridge' already exists"):
