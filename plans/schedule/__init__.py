@@ -2,7 +2,7 @@
 
 Parses and validates OpenClaw schedules (``at``, ``every``, ``cron`` with croner 10's
 syntax), computes next runs exactly as OpenClaw does (DST included) with the deliberate
-exceptions of DECISIONS.md D-C2, and describes schedules for people. No Django here.
+exceptions of D-C2 (docs/decisions/plans.md), and describes schedules for people. No Django here.
 """
 
 from .cron import CronPattern, parse_cron

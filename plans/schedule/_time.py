@@ -72,7 +72,7 @@ def from_wall(zone: ZoneInfo, wall: int) -> int:
     """The instant croner's ``fromTZ`` picks for a local wall-clock reading.
 
     A faithful port of croner's guess-and-check, because its answers around DST changes
-    are the reference (DECISIONS.md D-C2, plans-cron.md section 8.6):
+    are the reference (D-C2 in docs/decisions/plans.md):
 
     * the first guess applies the offset in force at the wall time read as UTC;
     * if that guess reads back correctly, croner still tries one hour earlier and prefers

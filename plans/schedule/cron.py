@@ -20,7 +20,7 @@ field keeps a lookup table of the next allowed value, and which days of a month 
 a bit mask that depends only on the month's length and the weekday of its first day
 (28 combinations at most), cached per pattern.
 
-One deliberate difference from croner (DECISIONS.md D-C2): croner tries day numbers past
+One deliberate difference from croner (D-C2, docs/decisions/plans.md): croner tries day numbers past
 the end of a month (Feb 30), lets ``Date`` roll them into the next month (Mar 2) and
 resumes there, which skips a matching Mar 1. Here only real days are candidates, so that
 day fires.

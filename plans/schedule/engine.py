@@ -1,6 +1,6 @@
 """OpenClaw's next-run algorithm (``computeNextRunAtMs`` / ``computeJobNextRunAtMs``).
 
-Schedules are the OpenClaw wire shapes (plans-cron.md section 8.1)::
+Schedules are OpenClaw's wire shapes of a cron job's `schedule`::
 
     {"kind": "at", "at": "2026-12-01T09:00:00+08:00"}
     {"kind": "every", "everyMs": 3600000, "anchorMs": 1773100800000}
@@ -8,7 +8,7 @@ Schedules are the OpenClaw wire shapes (plans-cron.md section 8.1)::
 
 Computation is as lenient as OpenClaw (``everyMs`` is floored, a blank ``tz`` means the
 host zone); :func:`validate_schedule` is the strict gate for creating a job. Deliberate
-departures from OpenClaw, all from DECISIONS.md D-C2:
+departures from OpenClaw, all from D-C2 (docs/decisions/plans.md):
 
 * an ``at`` that is not a real ISO-8601 date-time (``2026-02-30``, ``T24:00``, a bare ``0``)
   is an error instead of whatever JavaScript's ``Date.parse`` makes of it;

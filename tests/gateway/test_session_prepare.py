@@ -1,4 +1,4 @@
-"""`xworkmate.session.prepare` (contract §13.1, §18 B; DECISIONS D-A4/5/6/7/9)."""
+"""`xworkmate.session.prepare` (contract §13.1, §18 B; D-A4, D-A5, D-A6, D-A7, D-A9)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The OpenClaw reference corpus (DECISIONS.md D-C2): all 646 cases, one test each.
+"""The OpenClaw reference corpus (D-C2): all 646 cases, one test each.
 
 Each line of ``cron-ref-cases.jsonl`` holds a schedule, ``afterMs``, ``count`` (and maybe
 ``jobId``/``hostTz``) and what OpenClaw 2026.2.27 with croner 10.0.1 answered: the runs,
@@ -17,15 +17,12 @@ second pass of a repeated hour, invalid ``at`` strings). None of the 646 cases f
 one of them: they all pass unchanged with the decided behaviour, so no case is listed as
 an exception here. The exceptions have their own tests in test_schedule_decisions.py.
 
-The corpus lives beside the specs (``../shared/spec`` next to the repository); set
-``XWORKMATE_CRON_CORPUS`` to use another copy, or vendor it as
-``tests/plans/data/cron-ref-cases.jsonl``.
+The corpus is kept in the repository, ``tests/plans/data/cron-ref-cases.jsonl``.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -42,25 +39,15 @@ from plans.schedule import (
 from xworkmate.lib.jstime import ms_to_iso
 
 _HERE = Path(__file__).resolve().parent
-_CANDIDATES = [
-    Path(os.environ["XWORKMATE_CRON_CORPUS"]) if os.environ.get("XWORKMATE_CRON_CORPUS") else None,
-    _HERE / "data" / "cron-ref-cases.jsonl",
-    _HERE.parents[1].parent / "shared" / "spec" / "cron-ref-cases.jsonl",
-]
+_CORPUS = _HERE / "data" / "cron-ref-cases.jsonl"
 # The host zone of the machine that produced the corpus did not matter: every case
 # without a zone carries ``hostTz``. UTC is used for the rest.
 _DEFAULT_HOST_TZ = "UTC"
 
 
 def _load_cases() -> list[dict[str, Any]]:
-    for path in _CANDIDATES:
-        if path is not None and path.is_file():
-            with path.open(encoding="utf-8") as handle:
-                return [json.loads(line) for line in handle if line.strip()]
-    raise FileNotFoundError(
-        "cron-ref-cases.jsonl not found; looked in "
-        + ", ".join(str(path) for path in _CANDIDATES if path is not None)
-    )
+    with _CORPUS.open(encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
 
 
 CASES = _load_cases()

@@ -1,9 +1,9 @@
-"""DECISIONS.md D-C2: where this engine deliberately differs from OpenClaw + croner 10.
+"""D-C2: where this engine deliberately differs from OpenClaw + croner 10.
 
 Each "croner says" value below was produced by croner 10.0.1 under Node 20 through
 OpenClaw 2026.2.27's ``computeNextRunAtMs`` (next run, retry one second later when the
 answer is not in the future, otherwise no run), the same setup as the reference corpus.
-Also pinned: the behaviours D-C2 keeps from croner (plans-cron.md section 8.6).
+Also pinned: the behaviours D-C2 keeps from croner (its DST rules).
 """
 
 from __future__ import annotations
@@ -243,7 +243,7 @@ def test_valid_at_forms_parse_as_openclaw(value: str, expected: str) -> None:
 
 
 # --------------------------------------------------------------------------------------
-# Kept from croner (plans-cron.md 8.6, tests 51-55): its DST rules.
+# Kept from croner: its DST rules.
 # --------------------------------------------------------------------------------------
 def test_spring_forward_gap_time_runs_shifted_by_the_gap() -> None:
     assert _runs("30 2 * * *", "America/New_York", "2026-03-07T12:00:00Z", 2) == [
