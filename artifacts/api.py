@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import FileResponse
+from django.http import StreamingHttpResponse
+from django.utils.http import content_disposition_header
 from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
@@ -86,7 +87,7 @@ class ArtifactDownloadApi(APIView):
         },
         tags=["artifacts"],
     )
-    def get(self, request: Request) -> Response | FileResponse:
+    def get(self, request: Request) -> Response | StreamingHttpResponse:
         return self._download(request, request.query_params.dict())
 
     @extend_schema(
@@ -96,11 +97,11 @@ class ArtifactDownloadApi(APIView):
         responses={(200, "application/octet-stream"): OpenApiResponse(description="the file")},
         tags=["artifacts"],
     )
-    def post(self, request: Request) -> Response | FileResponse:
+    def post(self, request: Request) -> Response | StreamingHttpResponse:
         body = request.data if isinstance(request.data, dict) else {}
         return self._download(request, body)
 
-    def _download(self, request: Request, raw: dict[str, Any]) -> Response | FileResponse:
+    def _download(self, request: Request, raw: dict[str, Any]) -> Response | StreamingHttpResponse:
         params = scoped_params({k: raw[k] for k in _REF_PARAMS if k in raw}, request_key(request))
         try:
             opened = engine.open_artifact_by_ref(
@@ -108,11 +109,13 @@ class ArtifactDownloadApi(APIView):
             )
         except GatewayError as exc:
             return _failure(exc)
-        response = FileResponse(
-            opened.file,
-            content_type=opened.content_type,
-            as_attachment=True,
-            filename=opened.label,
+        # Hashed again as it streams: a file changed mid-download never completes
+        # a 200 with other bytes than the ref's; the stream breaks off instead.
+        response = StreamingHttpResponse(
+            opened.verified_chunks(), content_type=opened.content_type
+        )
+        response["Content-Disposition"] = (
+            content_disposition_header(as_attachment=True, filename=opened.label) or "attachment"
         )
         response["Content-Length"] = str(opened.size_bytes)
         response["ETag"] = f'"{opened.sha256}"'

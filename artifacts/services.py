@@ -31,4 +31,6 @@ def artifact_settings() -> ArtifactSettings:
         openclaw_media_dir=config.get("artifacts", "openclaw_media_dir"),
         openclaw_tmp_dir=config.get("artifacts", "openclaw_tmp_dir")
         or default_tmp_dir(),
+        max_inline_total_bytes=config.get("artifacts", "max_inline_total_bytes"),
+        hash_budget_seconds=config.get("artifacts", "hash_budget").total_seconds(),
     )

@@ -19,7 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from plans.schedule import ScheduleError
-from plans.selectors import MAX_PREVIEW_RUNS, schedule_preview
+from plans.selectors import MAX_PREVIEW_RUNS, PreviewRequestError, schedule_preview
 from xworkmate.api_errors import error_body
 from xworkmate.auth import HasScope
 from xworkmate.lib.jstime import ms_to_iso
@@ -97,6 +97,8 @@ class SchedulePreviewApi(APIView):
                 min_every_ms=int(config.get("plans", "min_every").total_seconds() * 1000),
                 job_id=params.get("jobId"),
             )
+        except PreviewRequestError as exc:
+            return Response(error_body("INVALID_REQUEST", str(exc), envelope=False), status=400)
         except ScheduleError as exc:
             return Response(error_body("INVALID_SCHEDULE", str(exc), envelope=False), status=400)
         return Response({"runs": [{"ms": ms, "iso": ms_to_iso(ms)} for ms in runs]})

@@ -2,11 +2,53 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 from plans.schedule import next_runs, parse_at_ms, validate_schedule
+from plans.schedule._time import MAX_MS
 
 MAX_PREVIEW_RUNS = 50
+
+# The last instant the engine's calendar holds (9999-12-31T23:59:59.999Z). A
+# larger interval, anchor or stagger is no schedule anyone means (D-C12).
+MAX_SCHEDULE_MS = MAX_MS
+_BOUNDED_NUMBERS = ("everyMs", "anchorMs", "staggerMs")
+
+
+class PreviewRequestError(ValueError):
+    """A number of the request that no schedule can use; names the field (D-C12)."""
+
+    def __init__(self, field: str, rule: str) -> None:
+        super().__init__(f"{field}: {rule}")
+        self.field = field
+
+
+def _number(value: object) -> int | float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return value
+
+
+def _check_numbers(schedule: Mapping[str, object], after_ms: int) -> None:
+    if not 0 <= after_ms <= MAX_SCHEDULE_MS:
+        raise PreviewRequestError("afterMs", f"must be from 0 to {MAX_SCHEDULE_MS}")
+    for name in _BOUNDED_NUMBERS:
+        number = _number(schedule.get(name))
+        if number is not None and number > MAX_SCHEDULE_MS:
+            raise PreviewRequestError(
+                f"schedule.{name}", f"must be at most {MAX_SCHEDULE_MS} (got {number!r})"
+            )
+
+
+def _as_scheduled(schedule: Mapping[str, object]) -> Mapping[str, object]:
+    """The schedule as the scheduler reads it: a fractional everyMs is floored (D-C10)."""
+    if str(schedule.get("kind", "")).strip().lower() != "every":
+        return schedule
+    every = _number(schedule.get("everyMs"))
+    if isinstance(every, float) and math.isfinite(every) and not every.is_integer():
+        return {**schedule, "everyMs": math.floor(every)}
+    return schedule
 
 
 def schedule_preview(
@@ -22,12 +64,19 @@ def schedule_preview(
 
     The schedule is validated as for creating a job, except that an `at` in the
     past is not an error here: it simply has no future run, so the answer is [].
-    Raises plans.schedule.ScheduleError with the engine's (croner-style) message.
+    As the scheduler does (D-C10), an `every` boundary exactly at `after_ms`
+    fires at `after_ms` and a fractional `everyMs` is floored. Runs past the
+    year 9999 are not listed.
+
+    Raises PreviewRequestError for an absurd number (D-C12), else
+    plans.schedule.ScheduleError with the engine's (croner-style) message.
     """
+    _check_numbers(schedule, after_ms)
+    schedule = _as_scheduled(schedule)
     if str(schedule.get("kind", "")).strip().lower() == "at":
         at_ms = parse_at_ms(schedule.get("at"))
         if at_ms <= after_ms:
             return []
     validate_schedule(schedule, now_ms=after_ms, min_every_ms=min_every_ms, host_tz=host_tz)
     runs = next_runs(schedule, after_ms=after_ms, count=count, host_tz=host_tz, job_id=job_id)
-    return [ms for ms in runs if ms > after_ms]
+    return [ms for ms in runs if ms <= MAX_SCHEDULE_MS]

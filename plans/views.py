@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
 from django import forms
@@ -15,7 +15,12 @@ from django.utils import translation
 from django.utils.translation import gettext_lazy as _
 
 from plans.schedule import ScheduleError, describe_schedule
-from plans.selectors import MAX_PREVIEW_RUNS, schedule_preview
+from plans.selectors import (
+    MAX_PREVIEW_RUNS,
+    MAX_SCHEDULE_MS,
+    PreviewRequestError,
+    schedule_preview,
+)
 from xworkmate.lib.durations import DURATION_RULE, DurationError, parse_duration
 from xworkmate.lib.jstime import ms_to_iso
 from xworkmate.lib.timezones import get_zone
@@ -38,9 +43,14 @@ class SchedulePreviewForm(forms.Form):
         value: str = self.cleaned_data.get("every", "")
         if value and self.data.get("kind") == "every":
             try:
-                parse_duration(value)
+                millis = _duration_ms(value)
             except DurationError as exc:
                 raise forms.ValidationError(f"every: {exc}") from exc
+            except (OverflowError, ValueError) as exc:
+                # More hours than a timedelta (or int()) holds: absurd, like 1e20 ms.
+                raise forms.ValidationError(_too_long()) from exc
+            if millis > MAX_SCHEDULE_MS:
+                raise forms.ValidationError(_too_long())
         return value
 
     def schedule(self) -> dict[str, Any]:
@@ -54,9 +64,25 @@ class SchedulePreviewForm(forms.Form):
         if kind == "every":
             if not data["every"]:
                 raise ScheduleError(f"every: required, {DURATION_RULE}")
-            millis = int(parse_duration(data["every"]).total_seconds() * 1000)
-            return {"kind": "every", "everyMs": millis, "anchorMs": _now_ms()}
+            return {"kind": "every", "everyMs": _duration_ms(data["every"]), "anchorMs": _now_ms()}
         return {"kind": "at", "at": data["at"]}
+
+
+def _too_long() -> str:
+    # The bound of the API's everyMs (D-C12), in the unit people type here.
+    return f"every: too long: at most {MAX_SCHEDULE_MS // 3_600_000}h"
+
+
+def _duration_ms(value: str) -> int:
+    return int(parse_duration(value) / timedelta(milliseconds=1))
+
+
+def _local(ms: int, zone: tzinfo) -> str:
+    try:
+        local = datetime.fromtimestamp(ms / 1000, UTC).astimezone(zone)
+    except OverflowError:
+        return ""  # past 9999-12-31 in this zone: the UTC time is all there is
+    return local.strftime("%Y-%m-%d %H:%M:%S %Z")
 
 
 def _now_ms() -> int:
@@ -85,19 +111,11 @@ def schedule_preview_view(request: HttpRequest) -> HttpResponse:
                 host_tz=host_tz,
                 min_every_ms=int(config.get("plans", "min_every").total_seconds() * 1000),
             )
-        except ScheduleError as exc:
+        except (PreviewRequestError, ScheduleError) as exc:
             context["error"] = str(exc)
         else:
             zone = get_zone(str(schedule.get("tz") or host_tz))
             context["description"] = description
             context["zone"] = str(zone)
-            context["runs"] = [
-                {
-                    "iso": ms_to_iso(ms),
-                    "local": datetime.fromtimestamp(ms / 1000, UTC)
-                    .astimezone(zone)
-                    .strftime("%Y-%m-%d %H:%M:%S %Z"),
-                }
-                for ms in runs
-            ]
+            context["runs"] = [{"iso": ms_to_iso(ms), "local": _local(ms, zone)} for ms in runs]
     return render(request, "admin/plans/schedule_preview.html", context)

@@ -6,7 +6,8 @@ revoke the old one): the token is shown once, right after creation.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib import admin, messages
@@ -17,6 +18,9 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from xworkmate.models import ApiKey, PeriodicJobState
+
+if TYPE_CHECKING:
+    from django.utils.functional import _StrPromise as StrPromise
 from xworkmate.policies import SCOPES
 from xworkmate.services import (
     ApiKeyError,
@@ -125,6 +129,14 @@ class ApiKeyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     def get_readonly_fields(self, request: HttpRequest, obj: ApiKey | None = None) -> Any:
         return () if obj is None else self.readonly_fields
 
+    def has_change_permission(self, request: HttpRequest, obj: ApiKey | None = None) -> bool:
+        # A key's page has nothing to edit (keys are immutable): without change
+        # permission on it, the admin shows it read-only, without a Save button.
+        # The list keeps its revoke action.
+        if obj is not None:
+            return False
+        return super().has_change_permission(request, obj)
+
     def save_model(self, request: HttpRequest, obj: ApiKey, form: Any, change: bool) -> None:
         if change:
             return  # keys are immutable; the change page is read-only
@@ -152,36 +164,6 @@ class ApiKeyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         return False  # revoke instead: the record of who had access stays
 
 
-@admin.register(PeriodicJobState)
-class PeriodicJobStateAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
-    list_display = (
-        "name",
-        "task",
-        "last_tick_at",
-        "last_status",
-        "runs",
-        "failures",
-        "beat_seen_at",
-    )
-    readonly_fields = (
-        "name",
-        "task",
-        "beat_seen_at",
-        "last_tick_at",
-        "last_finished_at",
-        "last_status",
-        "last_error",
-        "runs",
-        "failures",
-    )
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False  # rows come from beat and the worker, jobs from the config file
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
 class ReadOnlyMixin:
     """People look; the services write. For the read-only pages and inlines of any app."""
 
@@ -193,3 +175,54 @@ class ReadOnlyMixin:
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+def _column(field: str, label: StrPromise) -> Callable[[Any, Any], Any]:
+    """A model field shown under a translated label.
+
+    PeriodicJobState's fields carry no verbose names (its table is written by
+    beat and the worker, not edited); the admin names its columns instead.
+    """
+
+    def show(model_admin: Any, obj: Any) -> Any:
+        return getattr(obj, field)
+
+    show.__name__ = field
+    return admin.display(show, description=label, ordering=field)
+
+
+@admin.register(PeriodicJobState)
+class PeriodicJobStateAdmin(ReadOnlyMixin, admin.ModelAdmin):  # type: ignore[type-arg]
+    # Rows come from beat and the worker, jobs from the config file: read-only.
+    job_name = _column("name", _("name"))
+    job_task = _column("task", _("task"))
+    job_last_tick_at = _column("last_tick_at", _("last tick at"))
+    job_last_finished_at = _column("last_finished_at", _("last finished at"))
+    job_last_status = _column("last_status", _("last status"))
+    job_last_error = _column("last_error", _("last error"))
+    job_runs = _column("runs", _("runs"))
+    job_failures = _column("failures", _("failures"))
+    job_beat_seen_at = _column("beat_seen_at", _("scheduled by beat at"))
+
+    list_display = (
+        "job_name",
+        "job_task",
+        "job_last_tick_at",
+        "job_last_status",
+        "job_runs",
+        "job_failures",
+        "job_beat_seen_at",
+    )
+    list_display_links = ("job_name",)
+    readonly_fields = (
+        "job_name",
+        "job_task",
+        "job_beat_seen_at",
+        "job_last_tick_at",
+        "job_last_finished_at",
+        "job_last_status",
+        "job_last_error",
+        "job_runs",
+        "job_failures",
+    )
+    fields = readonly_fields

@@ -2,12 +2,18 @@
 
 REST endpoints answer `{"error": {"code": ..., "message": ...}}`; gateway
 endpoints wrap the same in the contract's envelope `{"ok": false, "error": ...}`.
+That holds for the answers Django gives before or around a view too (no
+route, a request Django refuses, a server error): under `/api/` and
+`/gateway` the root URLconf's handlers answer the same JSON, never HTML.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
 from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -40,6 +46,11 @@ def _message(detail: Any) -> str:
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    # As DRF's own handler does, Django's 404 and 403 become DRF's (and so get the shape).
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound(*exc.args)
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied(*exc.args)
     response = drf_exception_handler(exc, context)
     if response is None or not isinstance(exc, exceptions.APIException):
         return response  # a real server error: Django's 500 handling and logging apply
@@ -47,3 +58,45 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     envelope = bool(getattr(context.get("view"), "gateway_envelope", False))
     response.data = error_body(code, _message(exc.detail), envelope=envelope)
     return response
+
+
+def is_api_path(path: str) -> bool:
+    return path.startswith("/api/") or path in ("/api", "/gateway") or path.startswith("/gateway/")
+
+
+def is_gateway_path(path: str) -> bool:
+    return path == "/gateway" or path.startswith("/gateway/")
+
+
+def api_error_response(request: HttpRequest, status: int, code: str, message: str) -> JsonResponse:
+    """The error answer of an API path that no view answered (the envelope under /gateway)."""
+    body = error_body(code, message, envelope=is_gateway_path(request.path))
+    return JsonResponse(body, status=status, json_dumps_params={"separators": (",", ":")})
+
+
+def handler400(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if not is_api_path(request.path):
+        return defaults.bad_request(request, exception)
+    detail = str(exception) or "the request was refused"
+    return api_error_response(request, 400, "INVALID_REQUEST", f"bad request: {detail}")
+
+
+def handler403(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if not is_api_path(request.path):
+        return defaults.permission_denied(request, exception)
+    return api_error_response(request, 403, "FORBIDDEN", str(exception) or "forbidden")
+
+
+def handler404(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if not is_api_path(request.path):
+        return defaults.page_not_found(request, exception)
+    return api_error_response(
+        request, 404, "NOT_FOUND", f"no API endpoint at {request.method} {request.path}"
+    )
+
+
+def handler500(request: HttpRequest) -> HttpResponse:
+    # Django has logged the exception with its traceback before calling this.
+    if not is_api_path(request.path):
+        return defaults.server_error(request)
+    return api_error_response(request, 500, "INTERNAL_ERROR", "internal server error")

@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 import secrets
 from dataclasses import dataclass
+from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import DatabaseError, connection, transaction
+from django.db.migrations.executor import MigrationExecutor
 
 from xworkmate.health import check_broker
 from xworkmate.models import ApiKey
@@ -42,16 +44,81 @@ def require_services() -> None:
         )
 
 
+def require_migrated_database() -> None:
+    """Refuse, in one line, a database that was never migrated (or lags behind).
+
+    A command that reads tables of a fresh data home would otherwise end in a
+    traceback ("no such table"), and SQLite would leave an empty database file
+    behind, wherever the data home happened to resolve. So a missing SQLite
+    file is reported without opening it.
+    """
+    db = connection.settings_dict
+    name = str(db["NAME"])
+    hint = "run `.venv/bin/python manage.py migrate` (or `make run`) first"
+    in_memory = name == ":memory:" or "mode=memory" in name
+    if connection.vendor == "sqlite" and not in_memory and not Path(name).is_file():
+        raise ServiceUnavailable(f"database: {name} does not exist (never migrated); {hint}")
+    try:
+        executor = MigrationExecutor(connection)
+        pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    except DatabaseError as exc:
+        where = db.get("HOST") or name
+        raise ServiceUnavailable(
+            f"database: cannot read {connection.vendor} at {where} "
+            f"(database.url / DATABASE_URL): {exc}".strip()
+        ) from exc
+    if pending and not executor.loader.applied_migrations:
+        raise ServiceUnavailable(f"database: {name} was never migrated; {hint}")
+    if pending:
+        raise ServiceUnavailable(
+            f"database: {name} lacks {len(pending)} migration(s) of this version; {hint}"
+        )
+
+
+def _expand_root(raw: str) -> Path:
+    """A workspace root as the artifact engine expands it: `~/…` is home, else CWD-relative."""
+    if raw == "~" or raw.startswith("~/"):
+        return Path(os.path.expanduser("~")) / raw[2:]
+    return Path(os.path.abspath(raw))
+
+
+def create_workspace_roots() -> tuple[list[str], list[str]]:
+    """Create the configured workspace roots that do not exist yet.
+
+    The first root is the default workspace of every prepare: on a fresh
+    machine `~/.openclaw/workspace` does not exist, and the first call would
+    answer ENOENT. Returns the roots created now and one line per root that
+    could not be created (the service still starts; calls naming it fail).
+    """
+    created: list[str] = []
+    problems: list[str] = []
+    for raw in settings.XWORKMATE.workspace_roots:
+        root = _expand_root(raw)
+        if root.exists():
+            continue
+        try:
+            root.mkdir(parents=True)
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            problems.append(f"workspace.roots: cannot create {root}: {exc.strerror}")
+            continue
+        created.append(str(root))
+    return created, problems
+
+
 @dataclass(frozen=True)
 class BootstrapResult:
     admin_username: str
     admin_password: str | None  # set only when the user was created with a generated password
     admin_created: bool
     api_key_token: str | None  # set only when the key was created now
+    workspace_roots_created: tuple[str, ...] = ()
+    workspace_root_problems: tuple[str, ...] = ()
 
 
 def bootstrap() -> BootstrapResult:
-    """Create the admin user and a local API key if they are missing (idempotent)."""
+    """Create the admin user, a local API key and the workspace roots if missing (idempotent)."""
     username = settings.XWORKMATE.get("service", "admin_username")
     user_model = get_user_model()
     password: str | None = None
@@ -69,4 +136,7 @@ def bootstrap() -> BootstrapResult:
         _, token = api_key_create(
             name=LOCAL_KEY_NAME, scopes=[s for s in SCOPES if s.endswith(":write")]
         )
-    return BootstrapResult(username, password, created, token)
+    roots_created, root_problems = create_workspace_roots()
+    return BootstrapResult(
+        username, password, created, token, tuple(roots_created), tuple(root_problems)
+    )

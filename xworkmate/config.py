@@ -189,6 +189,11 @@ SCHEMA: dict[str, dict[str, Key]] = {
             "", _check_str, env="SECRET_KEY", secret=True, doc="Django secret; generated if empty"
         ),
         "admin_username": Key("admin", _check_nonempty_str, doc="admin user created on first run"),
+        "web_workers": Key(
+            0,
+            _int_at_least(0),
+            doc="gunicorn workers of `make run`; 0 = 2 x CPUs + 1, at most 12",
+        ),
     },
     "database": {
         "url": Key(
@@ -241,6 +246,14 @@ SCHEMA: dict[str, dict[str, Key]] = {
             DEFAULT_MEDIA_DIR, _check_nonempty_str, doc="shared media"
         ),
         "openclaw_tmp_dir": Key("", _check_str, doc="empty = <system tmp>/openclaw"),
+        "max_inline_total_bytes": Key(
+            33554432, _int_at_least(0), doc="inlined bytes per answer, all files together"
+        ),
+        "hash_budget": Key(
+            timedelta(seconds=10),
+            _check_duration,
+            doc="time one request may spend hashing files not hashed before",
+        ),
     },
     "plans": {
         "archive_root": Key("", _check_str, doc="empty = <default workspace>/archives"),

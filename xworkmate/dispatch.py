@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.exceptions import PermissionDenied
@@ -26,13 +25,12 @@ from xworkmate.lib.errors import GatewayError
 from xworkmate.methods import (
     GatewayCall,
     GatewayMethod,
-    body_too_large,
     get_method,
     method_areas,
-    parse_body,
     scoped_params,
     split_envelope,
 )
+from xworkmate.parsers import read_json_object
 
 _ERROR = inline_serializer(
     "GatewayError",
@@ -74,13 +72,9 @@ class _CanCallMethods(BasePermission):
 
 def _read_params(request: Request) -> dict[str, Any]:
     """The body as a JSON object; an oversize body is refused without buffering it."""
-    limit = int(settings.XWORKMATE.get("gateway", "max_body_bytes"))
-    declared = request.META.get("CONTENT_LENGTH") or "0"
-    if declared.isdigit() and int(declared) > limit:
-        raise body_too_large(limit)
     # DRF never parsed this body (we do not touch request.data), so the raw
-    # Django request stream is still unread; limit+1 bytes tell "too large".
-    return parse_body(request._request.read(limit + 1), limit=limit)
+    # Django request stream is still unread.
+    return read_json_object(request._request)
 
 
 def _call(request: Request, method: GatewayMethod, params: dict[str, Any]) -> Response:

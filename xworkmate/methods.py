@@ -13,12 +13,12 @@ looking for words in the message (D-A5).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.strict_json import decode_json
 from xworkmate.lib.wire import js_trim
 from xworkmate.models import ApiKey
 from xworkmate.policies import SCOPES
@@ -108,15 +108,15 @@ def scoped_params(params: Mapping[str, Any], api_key: ApiKey | None) -> dict[str
     The original took the session and run from the host's trusted request
     scope; here the trust comes from the API key. An agent key bound to
     session S and run R can therefore only ever act on S/R, whatever its
-    params say. Unbound keys (the bridge) pass their params unchanged.
+    params say: its workspace is the bound one (or the default workspace), and
+    the fallback dirs are the bridge's (the session's mapping), never the
+    agent's. Unbound keys (the bridge) pass their params unchanged.
     """
     if api_key is None or not api_key.is_bound:
         return dict(params)
-    scoped = {
-        **params,
-        "openclawSessionKey": api_key.bound_session_key,
-        "runId": api_key.bound_run_id,
-    }
+    scoped = {k: v for k, v in params.items() if k not in _AGENT_KEY_DECIDES}
+    scoped["openclawSessionKey"] = api_key.bound_session_key
+    scoped["runId"] = api_key.bound_run_id
     if api_key.bound_workspace_dir:
         scoped["workspaceDir"] = api_key.bound_workspace_dir
     if api_key.bound_artifact_scope:
@@ -124,21 +124,22 @@ def scoped_params(params: Mapping[str, Any], api_key: ApiKey | None) -> dict[str
     return scoped
 
 
+# Params an agent key's binding decides; whatever the caller sends for them is dropped.
+# (An `artifactScope` it names stays: the engine refuses one that is not the run's.)
+_AGENT_KEY_DECIDES = frozenset({"workspaceDir", "expectedArtifactDirs"})
+
+
 def parse_body(raw: bytes, *, limit: int) -> dict[str, Any]:
-    """Decode a request body as a JSON object, with a clear INVALID_REQUEST otherwise."""
+    """Decode a request body as a JSON object, with a clear INVALID_REQUEST otherwise.
+
+    The same strict decoding as every other API body (xworkmate.parsers): no
+    NaN, no out-of-range numbers, no NUL or lone surrogates, bounded nesting.
+    """
     if len(raw) > limit:
         raise body_too_large(limit)
     if not raw.strip():
         return {}
-    try:
-        # Decode explicitly: json.loads(bytes) would also guess UTF-16/32.
-        value = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise GatewayError(f"request body is not UTF-8 JSON: {exc.reason}") from exc
-    except json.JSONDecodeError as exc:
-        raise GatewayError(
-            f"request body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-        ) from exc
+    value = decode_json(raw)
     if not isinstance(value, dict):
         raise GatewayError(f"request body must be a JSON object (got {_json_type(value)})")
     return value

@@ -44,6 +44,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Before anything reads the body or answers: chunked bodies, request strings.
+    "xworkmate.api_input.ApiInputMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
@@ -97,15 +99,15 @@ WHITENOISE_USE_FINDERS = True
 
 LOGIN_URL = "admin:login"
 
-# The gateway reads and limits its own bodies (gateway.max_body_bytes); this
-# bound covers the admin forms.
+# Every API body is read and limited by xworkmate.parsers (gateway.max_body_bytes);
+# this bound covers the admin forms.
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(2621440, int(XWORKMATE.get("gateway", "max_body_bytes")))
 
 REST_FRAMEWORK: dict[str, Any] = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["xworkmate.auth.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["xworkmate.auth.DenyAll"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["xworkmate.parsers.StrictJSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "xworkmate.api_errors.exception_handler",
     "UNAUTHENTICATED_USER": None,

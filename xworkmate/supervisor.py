@@ -15,12 +15,47 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from types import FrameType
 
 STOP_TIMEOUT_SECONDS = 20.0
+MAX_AUTO_WEB_WORKERS = 12
+CONTROL_SOCKET = "gunicorn.ctl"
+# sockaddr_un.sun_path holds 108 bytes on Linux (104 on the BSDs), the
+# terminating NUL included.
+_MAX_SOCKET_PATH_BYTES = 103
 
 
-def commands(*, port: int, embedded_broker: bool, beat_schedule_file: str) -> dict[str, list[str]]:
+def web_workers(configured: int, cpu_count: int | None) -> int:
+    """The number of gunicorn workers: `service.web_workers`, or from the CPU count.
+
+    Sync workers serve one request each, so a slow call (a large export, a
+    long hash) holds one worker; 2 x CPUs + 1 keeps the others answering.
+    The cap bounds memory (each worker is a full Django process) and the
+    writers contending for a SQLite file.
+    """
+    if configured > 0:
+        return configured
+    return min(2 * max(cpu_count or 1, 1) + 1, MAX_AUTO_WEB_WORKERS)
+
+
+def control_socket_args(home: Path) -> list[str]:
+    """gunicorn's control socket in the data home, not in $HOME/.gunicorn.
+
+    One per data home, so two services on one machine (or a test run beside
+    a developer's service) never replace each other's socket. A data home too
+    deep for a Unix socket path runs without one: the socket is optional
+    (gunicornc), the service is not.
+    """
+    path = home / CONTROL_SOCKET
+    if len(os.fsencode(path)) > _MAX_SOCKET_PATH_BYTES:
+        return ["--no-control-socket"]
+    return ["--control-socket", str(path)]
+
+
+def commands(
+    *, port: int, embedded_broker: bool, beat_schedule_file: str, home: Path, workers: int
+) -> dict[str, list[str]]:
     py = sys.executable
     worker = [
         py,
@@ -49,7 +84,8 @@ def commands(*, port: int, embedded_broker: bool, beat_schedule_file: str) -> di
             "--bind",
             f"127.0.0.1:{port}",
             "--workers",
-            "2",
+            str(workers),
+            *control_socket_args(home),
             "--access-logfile",
             "-",
             "--graceful-timeout",

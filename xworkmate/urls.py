@@ -9,9 +9,9 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import URLPattern, URLResolver, include, path
 from django.views.generic import RedirectView
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from xworkmate import dispatch, health, views
+from xworkmate import api_errors, dispatch, health, views
+from xworkmate.api_docs import SchemaView, api_docs
 from xworkmate.methods import registered_methods
 
 urlpatterns: list[URLPattern | URLResolver] = [
@@ -23,8 +23,8 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("", include("artifacts.urls")),
     path("", include("plans.urls")),
     path("admin/", admin.site.urls),
-    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/schema/", SchemaView.as_view(), name="schema"),
+    path("api/docs/", api_docs, name="api-docs"),
     path("api/ping", dispatch.PingView.as_view(), name="ping"),
     path("gateway", dispatch.GatewayView.as_view(), name="gateway"),
 ]
@@ -39,3 +39,10 @@ urlpatterns += [
 urlpatterns.append(
     path("gateway/<path:method>", dispatch.GatewayMethodView.as_view(), name="gateway-method")
 )
+
+# Under /api/ and /gateway these answer the API's JSON error shape, elsewhere
+# Django's pages (with DEBUG on, Django shows its debug pages instead).
+handler400 = api_errors.handler400
+handler403 = api_errors.handler403
+handler404 = api_errors.handler404
+handler500 = api_errors.handler500

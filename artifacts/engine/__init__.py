@@ -7,7 +7,7 @@ project it imports only ``xworkmate.lib``: no framework, so it runs and is
 tested on its own (D-K2).
 """
 
-from .errors import ArtifactMissingError, node_fs_error_message
+from .errors import ArtifactMissingError, WorkspaceUnavailableError, node_fs_error_message
 from .export import export_artifacts, list_artifacts
 from .paths import (
     artifact_scope_for,
@@ -21,7 +21,7 @@ from .prepare import (
     prepare_artifact_scope,
     validate_prepare_params,
 )
-from .read import OpenedArtifact, open_artifact_by_ref, read_artifact
+from .read import ArtifactChangedError, OpenedArtifact, open_artifact_by_ref, read_artifact
 from .refs import RefPayload, sign_artifact_ref, verify_artifact_ref
 from .settings import ArtifactSettings
 from .snapshot import collect_and_snapshot
@@ -34,12 +34,14 @@ from .tool import (
 
 __all__ = [
     "TOOL_DEFINITION",
+    "ArtifactChangedError",
     "ArtifactMissingError",
     "ArtifactSettings",
     "OpenedArtifact",
     "PreparePlan",
     "RefPayload",
     "ToolContext",
+    "WorkspaceUnavailableError",
     "artifact_scope_for",
     "collect_and_snapshot",
     "create_prepared_scope",

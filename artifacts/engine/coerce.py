@@ -27,6 +27,7 @@ __all__ = [
     "param",
     "positive_integer",
     "required_string",
+    "typed_string",
 ]
 
 
@@ -59,8 +60,27 @@ def optional_string(value: object) -> str:
     return js_trim(value) if isinstance(value, str) else ""
 
 
-def required_string(value: object, message: str) -> str:
-    text = optional_string(value)
+def typed_string(value: object, field: str) -> str:
+    """A string param, trimmed; absent or null is ""; any other type is refused.
+
+    The original turned a number or an object into "" silently (so a numeric
+    ``openclawSessionKey`` was reported as missing and ``workspaceDir: 123`` chose
+    the default workspace); a wrong type is now an error naming the field. A NUL
+    character is refused too: no path or key of the service may hold one.
+    """
+    if value is None or value is ABSENT:
+        return ""
+    if not isinstance(value, str):
+        raise GatewayError(f"{field} must be a string")
+    if "\0" in value:
+        raise GatewayError(f"{field} must not contain a NUL character")
+    return js_trim(value)
+
+
+def required_string(value: object, message: str, field: str) -> str:
+    """A string the call cannot do without; a missing, empty or non-string one is
+    ``message`` (the contract's ``<field> required``, cases B17 and C38)."""
+    text = typed_string(value, field) if isinstance(value, str) else ""
     if not text:
         raise GatewayError(message)
     return text

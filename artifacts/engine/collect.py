@@ -5,6 +5,12 @@ at any depth, ``changedAt = max(mtime, ctime)``. The walk never follows a symlin
 the realpath of every file it meets is the realpath of its directory plus its name:
 one ``realpath`` per scan root replaces one per file (§8 takes a realpath per file)
 with the same result.
+
+Beyond the original, two kinds of file are skipped with a warning: a hard-linked file
+(its other name may lie anywhere, so its bytes are not the scope's to hand out) and
+a file whose path would not read back as itself (a backslash is a separator to
+``read``; leading or trailing whitespace is trimmed), so every ref an export
+returns reads back (D-A3).
 """
 
 from __future__ import annotations
@@ -15,13 +21,19 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.wire import JS_WHITESPACE
 
 from .collation import collation_key
 from .errors import ArtifactMissingError, node_fs_error_message
 from .ignore import IgnoreRules
-from .paths import TASK_SCOPE_ROOT, relative_parts, safe_display_path
+from .paths import TASK_SCOPE_ROOT, in_task_tree, relative_parts, safe_display_path
 
-__all__ = ["SKIPPED_DIRS", "Candidate", "collect_candidates"]
+__all__ = ["SKIPPED_DIRS", "TASK_SCOPES_SKIPPED", "Candidate", "collect_candidates"]
+
+# Said once, naming nothing: the names inside other runs' scopes are not ours to show.
+TASK_SCOPES_SKIPPED = "skipped task scopes inside expected artifact dirs"
+# What String.prototype.trim removes from a path's ends.
+_TRIMMED = frozenset(JS_WHITESPACE)
 
 SKIPPED_DIRS = frozenset(
     {".git", ".openclaw", ".xworkmate", ".pi", ".dart_tool", ".next", ".turbo", "node_modules"}
@@ -76,18 +88,25 @@ class _Walk:
         since_unix_ms: float,
         warnings: list[str],
         ignore_rules: IgnoreRules,
-        exclude_task_scopes: bool,
+        task_roots: list[str] | None,
     ) -> None:
         self.relative_root = relative_root
         self.since_unix_ms = since_unix_ms
         self.warnings = warnings
         self.ignore_rules = ignore_rules
-        self.exclude_task_scopes = exclude_task_scopes
-        self.base = "workspace" if exclude_task_scopes else ""
+        self.task_roots = task_roots
+        self.base = "workspace" if task_roots is not None else ""
         self.candidates: list[Candidate] = []
         self.stack: list[_Frame] = []
 
+    def _skip_task_scopes(self) -> None:
+        if TASK_SCOPES_SKIPPED not in self.warnings:
+            self.warnings.append(TASK_SCOPES_SKIPPED)
+
     def enter(self, path: str, real: str) -> None:
+        if self.task_roots is not None and in_task_tree(real, self.task_roots):
+            self._skip_task_scopes()  # D-A4: the fallback never reaches a task scope
+            return
         try:
             with os.scandir(path) as iterator:
                 entries = list(iterator)
@@ -114,11 +133,17 @@ class _Walk:
         self.stack.append(_Frame(path, relative, real, iter(entries)))
 
     def _take_files(self, files: list[os.DirEntry[str]], relative: str, real: str) -> None:
+        # The loop every file of a scope goes through: names bound once, no attribute
+        # look-ups inside (bench/artifacts.py rows (a) and (f)).
         prefix = f"{relative}/" if relative else ""
         real_prefix = real if real.endswith("/") else real + "/"
         since = self.since_unix_ms
-        matches = self.ignore_rules.matches
+        matches = self.ignore_rules.matcher()
         append = self.candidates.append
+        warn = self.warnings.append
+        in_fallback = self.task_roots is not None
+        base = self.base
+        trimmed = _TRIMMED
         for entry in files:
             try:
                 info = entry.stat(follow_symlinks=False)
@@ -129,10 +154,16 @@ class _Walk:
                 continue
             name = entry.name
             relative_path = prefix + name
-            if self.exclude_task_scopes and _in_task_scopes(relative_path):
-                self.warnings.append(f"skipped path inside task scopes {relative_path}")
+            if in_fallback and _in_task_scopes(relative_path):
+                self._skip_task_scopes()
                 continue
             if matches(relative_path):
+                continue
+            if info.st_nlink > 1:
+                warn(f"skipped hard-linked file {relative_path}")
+                continue
+            if "\\" in name or relative_path[0] in trimmed or name[-1] in trimmed:
+                warn(f"skipped file whose name does not read back: {relative_path}")
                 continue
             append(
                 Candidate(
@@ -142,7 +173,7 @@ class _Walk:
                     changed_at_ms,
                     info.st_dev,
                     info.st_ino,
-                    self.base,
+                    base,
                 )
             )
 
@@ -183,7 +214,7 @@ def _raise_vanished(error: OSError, path: str) -> NoReturn:
 
 
 def _in_task_scopes(relative_path: str) -> bool:
-    return relative_path.split("/", 1)[0].lower() == TASK_SCOPE_ROOT
+    return any(part.lower() == TASK_SCOPE_ROOT for part in relative_path.split("/"))
 
 
 def collect_candidates(
@@ -193,14 +224,15 @@ def collect_candidates(
     since_unix_ms: float,
     warnings: list[str],
     ignore_rules: IgnoreRules,
-    exclude_task_scopes: bool = False,
+    task_roots: list[str] | None = None,
 ) -> list[Candidate]:
     """Walk ``scan_root``; paths are made relative to ``relative_root``.
 
-    ``exclude_task_scopes`` is set for the expected-dir fallback, whose paths are
-    workspace-relative: a directory symlinked into ``tasks/`` must not hand out other
-    runs' files (D-A4); such files are skipped with ``skipped path inside task scopes
-    <path>``. Fallback candidates are marked with ``base="workspace"`` for their refs.
+    ``task_roots`` (the configured workspace roots) is given for the expected-dir
+    fallback, whose paths are workspace-relative: no directory of a ``tasks`` tree
+    below any root is entered, whatever the path or symlink that leads there, and
+    no file of one is named (D-A4); the walk says so once, as TASK_SCOPES_SKIPPED.
+    Fallback candidates are marked with ``base="workspace"`` for their refs.
 
     The candidates come back in no particular order; export sorts them (§10 step 11).
     """
@@ -209,7 +241,7 @@ def collect_candidates(
         since_unix_ms=since_unix_ms,
         warnings=warnings,
         ignore_rules=ignore_rules,
-        exclude_task_scopes=exclude_task_scopes,
+        task_roots=task_roots,
     )
     walk.enter(scan_root, os.path.realpath(scan_root))
     stack = walk.stack

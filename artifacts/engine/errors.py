@@ -13,7 +13,7 @@ import os
 # The service's one GatewayError (xworkmate.lib.errors): the gateway views catch it.
 from xworkmate.lib.errors import GatewayError
 
-__all__ = ["ArtifactMissingError", "node_fs_error_message"]
+__all__ = ["ArtifactMissingError", "WorkspaceUnavailableError", "node_fs_error_message"]
 
 
 class ArtifactMissingError(GatewayError):
@@ -21,6 +21,14 @@ class ArtifactMissingError(GatewayError):
 
     The wire code stays ``INVALID_REQUEST`` as in the original; the subclass only lets a
     download view answer 404 without parsing the ``ENOENT`` text.
+    """
+
+
+class WorkspaceUnavailableError(GatewayError):
+    """The workspace is not a usable directory (gone, or replaced by a file).
+
+    ``tasks.get`` still answers a recorded status then, with a warning, instead of
+    failing the whole lookup over the manifest it cannot build.
     """
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 import stat
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -24,24 +25,27 @@ from .coerce import (
     positive_integer,
 )
 from .collation import collation_key
-from .collect import Candidate, collect_candidates
+from .collect import TASK_SCOPES_SKIPPED, Candidate, collect_candidates
 from .content import content_type_for_path, digest_fd, label_for_path
 from .errors import ArtifactMissingError, node_fs_error_message
 from .ignore import load_artifact_ignore_rules
 from .paths import (
     directory_exists,
+    in_task_tree,
     normalize_expected_artifact_dirs,
     open_file_beneath,
     relative_parts,
     resolve_scope_root,
     resolve_workspace_root,
+    root_forms,
 )
 from .refs import sign_artifact_ref
 from .scope import (
     TaskIdentity,
-    create_scope_directory,
+    owned_identity,
     payload_header,
     read_identity,
+    ref_identity,
     requested_scope,
     scope_created_ms,
 )
@@ -166,6 +170,7 @@ class _Request:
     expected_dirs: list[str]
     artifact_scope: str
     scope_root: str
+    task_roots: list[str]  # every configured root: no fallback file comes from a tasks tree
 
 
 def _read_request(
@@ -192,6 +197,7 @@ def _read_request(
     expected_counts = normalize_expected_file_counts(params.get("expectedFileCountByExtension"))
     workspace_root = resolve_workspace_root(params, settings)
     expected_dirs = normalize_expected_artifact_dirs(params.get("expectedArtifactDirs"))
+    identity = owned_identity(identity, workspace_root)  # D-A16
     artifact_scope = requested_scope(params, identity)
     return _Request(
         identity=identity,
@@ -205,19 +211,17 @@ def _read_request(
         expected_dirs=expected_dirs,
         artifact_scope=artifact_scope,
         scope_root=resolve_scope_root(workspace_root, artifact_scope),
+        task_roots=root_forms(settings),
     )
 
 
 def _effective_since(request: _Request, scope_prepared: bool, warnings: list[str]) -> float:
     """`sinceUnixMs`, never later than the scope's creation (files written since count).
 
-    As the original: asking for changes since a time on an unprepared scope
-    prepares it, so the next call has a creation time to measure from.
+    The original prepared an unprepared scope here; an export is a read (a key with
+    gateway:read only may call it), so it writes nothing: session.prepare does that.
     """
-    if request.since_unix_ms <= 0:
-        return request.since_unix_ms
-    if not scope_prepared:
-        create_scope_directory(request.workspace_root, request.scope_root)
+    if request.since_unix_ms <= 0 or not scope_prepared:
         return request.since_unix_ms
     try:
         return min(request.since_unix_ms, scope_created_ms(request.scope_root))
@@ -245,9 +249,15 @@ def _fallback_candidates(request: _Request, since: float, warnings: list[str]) -
     """Files of `expectedArtifactDirs`, used only when the task scope has none (§10 step 9)."""
     candidates: list[Candidate] = []
     workspace_root = request.workspace_root
+    task_roots = request.task_roots
     for entry in request.expected_dirs:
         dir_path = os.path.join(workspace_root, entry.rstrip("/"))
         if not directory_exists(dir_path):
+            continue
+        if in_task_tree(os.path.realpath(dir_path), task_roots):
+            # Not even its ignore file is read: its rules would be echoed as warnings.
+            if TASK_SCOPES_SKIPPED not in warnings:
+                warnings.append(TASK_SCOPES_SKIPPED)
             continue
         rules = load_artifact_ignore_rules(dir_path, workspace_root, workspace_root, warnings)
         candidates.extend(
@@ -257,50 +267,81 @@ def _fallback_candidates(request: _Request, since: float, warnings: list[str]) -
                 since_unix_ms=since,
                 warnings=warnings,
                 ignore_rules=rules,
-                exclude_task_scopes=True,
+                task_roots=task_roots,
             )
         )
     return candidates
 
 
+@dataclass
+class _Budget:
+    """What one answer may still spend: inlined bytes, and time hashing new files."""
+
+    inline_left: int
+    deadline: float
+
+
 def _manifest_entry(
-    request: _Request, candidate: Candidate, secret: str, warnings: list[str]
+    request: _Request, candidate: Candidate, secret: str, budget: _Budget, warnings: list[str]
 ) -> dict[str, object]:
     """One exported file: hashed (and inlined) from the very inode the walk approved."""
+    relative_path = candidate.relative_path
+    inline_limit = None
+    if request.include_content:
+        inline_limit = min(request.max_inline_bytes, budget.inline_left)
+        if candidate.size_bytes > budget.inline_left >= 0 and (
+            candidate.size_bytes <= request.max_inline_bytes
+        ):
+            warnings.append(f"{relative_path} was not inlined: the answer's inline total is spent")
+            inline_limit = None
     fd = _open_candidate(request.workspace_root, candidate)
     try:
         digest = digest_fd(
-            fd,
-            candidate.size_bytes,
-            inline_limit=request.max_inline_bytes if request.include_content else None,
+            fd, candidate.size_bytes, inline_limit=inline_limit, deadline=budget.deadline
         )
     finally:
         os.close(fd)
-    relative_path = candidate.relative_path
     artifact: dict[str, object] = {
         "relativePath": relative_path,
         "label": label_for_path(relative_path),
         "contentType": content_type_for_path(relative_path),
-        "sizeBytes": digest.size_bytes,
-        "sha256": digest.sha256,
-        "artifactRef": sign_artifact_ref(
-            secret=secret,
-            workspace_root=request.workspace_root,
-            session_scope=request.identity.session_scope,
-            run_scope=request.identity.expected_scope,
-            artifact_scope=request.artifact_scope,
-            relative_path=relative_path,
-            size_bytes=digest.size_bytes,
-            sha256=digest.sha256,
-            base=candidate.base,
-        ),
-        "scopeKind": "task",
-        "artifactScope": request.artifact_scope,
     }
+    if digest is None:
+        # Still being hashed (a very large file): listed with what is known.
+        artifact.update(
+            {
+                "sizeBytes": candidate.size_bytes,
+                "scopeKind": "task",
+                "artifactScope": request.artifact_scope,
+            }
+        )
+        warnings.append(f"{relative_path} is still being hashed; sha256 and artifactRef follow")
+        return artifact
+    artifact.update(
+        {
+            "sizeBytes": digest.size_bytes,
+            "sha256": digest.sha256,
+            "artifactRef": sign_artifact_ref(
+                secret=secret,
+                workspace_root=request.workspace_root,
+                session_scope=request.identity.session_scope,
+                run_scope=request.identity.expected_scope,
+                artifact_scope=request.artifact_scope,
+                relative_path=relative_path,
+                size_bytes=digest.size_bytes,
+                sha256=digest.sha256,
+                base=candidate.base,
+                identity=ref_identity(request.identity),
+            ),
+            "scopeKind": "task",
+            "artifactScope": request.artifact_scope,
+        }
+    )
     if digest.content is not None:
         artifact["encoding"] = "base64"
         artifact["content"] = digest.content
-    elif request.include_content:
+        budget.inline_left -= digest.size_bytes
+    elif inline_limit is not None and digest.size_bytes > request.max_inline_bytes:
         warnings.append(f"{relative_path} exceeds maxInlineBytes and was not inlined")
     return artifact
 
@@ -339,8 +380,12 @@ def export_artifacts(
     )
     if not scope_prepared and not candidates:
         warnings.append(NOT_PREPARED_WARNING)
+    budget = _Budget(
+        inline_left=settings.max_inline_total_bytes,
+        deadline=time.monotonic() + settings.hash_budget_seconds,
+    )
     artifacts = [
-        _manifest_entry(request, candidate, settings.signing_secret, warnings)
+        _manifest_entry(request, candidate, settings.signing_secret, budget, warnings)
         for candidate in _select(candidates, request.required, request.max_files)
     ]
     if len(candidates) > request.max_files:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from xworkmate.lib.wire import js_trim
@@ -12,38 +13,67 @@ from xworkmate.lib.wire import js_trim
 from .errors import node_fs_error_message
 from .paths import is_within_root, open_file_beneath, relative_parts
 
-__all__ = ["ARTIFACT_IGNORE_FILE", "IgnoreRules", "load_artifact_ignore_rules", "parse_rules"]
+__all__ = [
+    "ARTIFACT_IGNORE_FILE",
+    "MAX_IGNORE_RULES",
+    "IgnoreRules",
+    "load_artifact_ignore_rules",
+    "parse_rules",
+]
 
 ARTIFACT_IGNORE_FILE = "artifact-ignore.md"
 # An ignore file is a short list of rules; a bigger one is refused rather than read
 # into memory whole (an agent controls this file).
 _MAX_IGNORE_FILE_BYTES = 1024 * 1024
+# Rules beyond this many are not applied (said once); matching stays linear anyway.
+MAX_IGNORE_RULES = 1000
 _LINE_BREAK = re.compile(r"\r?\n")
 _SEPARATORS = re.compile(r"[\\/]")
 _TRAILING_SEPARATOR = re.compile(r"[\\/]$")
 
 
+def _ends_with_any(text: str, suffixes: dict[int, set[str]]) -> bool:
+    return any(text[-length:] in group for length, group in suffixes.items() if length <= len(text))
+
+
 @dataclass
 class IgnoreRules:
-    """Compiled rules; matching is a few set look-ups and ``str.endswith`` calls."""
+    """Compiled rules; matching costs set look-ups, independent of how many rules there are.
+
+    Directory rules are looked up by each ancestor of the path, and suffix rules
+    by each distinct suffix length, so a file costs its depth plus the number of
+    different suffix lengths, never the number of rules.
+    """
 
     exact: set[str] = field(default_factory=lambda: {ARTIFACT_IGNORE_FILE})
-    directories: list[str] = field(default_factory=list)
-    root_suffixes: list[str] = field(default_factory=list)
-    any_suffixes: list[str] = field(default_factory=list)
+    directories: set[str] = field(default_factory=set)
+    root_suffixes: dict[int, set[str]] = field(default_factory=dict)
+    any_suffixes: dict[int, set[str]] = field(default_factory=dict)
+    count: int = 0
+
+    def matcher(self) -> Callable[[str], bool]:
+        """``matches``, or the plain set look-up when only exact names are ignored."""
+        if self.directories or self.any_suffixes or self.root_suffixes:
+            return self.matches
+        return self.exact.__contains__
 
     def matches(self, relative_path: str) -> bool:
         if relative_path in self.exact:
             return True
-        for directory in self.directories:
-            if relative_path == directory or relative_path.startswith(directory + "/"):
+        if self.directories:
+            end = relative_path.find("/")
+            while end != -1:
+                if relative_path[:end] in self.directories:
+                    return True
+                end = relative_path.find("/", end + 1)
+            if relative_path in self.directories:
                 return True
-        if self.any_suffixes and relative_path.endswith(tuple(self.any_suffixes)):
+        if self.any_suffixes and _ends_with_any(relative_path, self.any_suffixes):
             return True
         return bool(
             self.root_suffixes
             and "/" not in relative_path
-            and relative_path.endswith(tuple(self.root_suffixes))
+            and _ends_with_any(relative_path, self.root_suffixes)
         )
 
 
@@ -85,11 +115,13 @@ def _add_rule(rules: IgnoreRules, line: str, warnings: list[str]) -> None:
         if "*" in normalized:
             warnings.append(f"ignored unsupported artifact ignore rule: {trimmed}")
             return
-        rules.directories.append(normalized)
+        rules.directories.add(normalized)
     elif normalized.startswith("**/*") and len(normalized) > 4:
-        rules.any_suffixes.append(normalized[4:])
+        suffix = normalized[4:]
+        rules.any_suffixes.setdefault(len(suffix), set()).add(suffix)
     elif "/" not in normalized and normalized.startswith("*") and len(normalized) > 1:
-        rules.root_suffixes.append(normalized[1:])
+        suffix = normalized[1:]
+        rules.root_suffixes.setdefault(len(suffix), set()).add(suffix)
     elif "*" in normalized:
         warnings.append(f"ignored unsupported artifact ignore rule: {trimmed}")
     else:
@@ -99,6 +131,16 @@ def _add_rule(rules: IgnoreRules, line: str, warnings: list[str]) -> None:
 def parse_rules(content: str, warnings: list[str]) -> IgnoreRules:
     rules = IgnoreRules()
     for line in _rule_lines(content):
+        trimmed = js_trim(line)
+        if not trimmed or trimmed.startswith("#"):
+            continue
+        if rules.count == MAX_IGNORE_RULES:
+            warnings.append(
+                f"{ARTIFACT_IGNORE_FILE} has more than {MAX_IGNORE_RULES} rules; "
+                "the rest are not applied"
+            )
+            break
+        rules.count += 1
         _add_rule(rules, line, warnings)
     return rules
 

@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from xworkmate.lib.errors import GatewayError
 from xworkmate.lib.wire import js_trim
 
-from .coerce import optional_string
-from .errors import ArtifactMissingError, node_fs_error_message
+from .coerce import ABSENT, optional_string, typed_string
+from .errors import ArtifactMissingError, WorkspaceUnavailableError, node_fs_error_message
 from .settings import ArtifactSettings
 
 __all__ = [
@@ -27,8 +27,10 @@ __all__ = [
     "directory_exists",
     "ensure_directory_beneath",
     "expand_user_path",
+    "in_task_tree",
     "is_within_root",
     "normalize_expected_artifact_dirs",
+    "open_directory_beneath",
     "open_file_beneath",
     "optional_artifact_scope",
     "realpath_or_raise",
@@ -45,6 +47,11 @@ __all__ = [
 
 TASK_SCOPE_ROOT = "tasks"
 WORKSPACE_OUTSIDE_ROOTS = "workspaceDir must be inside a configured workspace root"
+WORKSPACE_IN_TASK_SCOPES = "workspaceDir must stay outside task scopes"
+WORKSPACE_NOT_A_DIRECTORY = "workspaceDir must be a directory"
+EXPECTED_DIR_IN_TASK_SCOPES = "expectedArtifactDir must stay outside task scopes"
+# Linear work for any count below this; a longer list is refused (a bridge names a few).
+MAX_EXPECTED_ARTIFACT_DIRS = 32768
 _SEPARATORS = re.compile(r"[\\/]")
 _DRIVE_LETTER = re.compile(r"^[A-Za-z]:[\\/]")
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
@@ -110,7 +117,7 @@ def realpath_or_raise(path: str) -> str:
         raise GatewayError(message) from error
 
 
-def _root_forms(settings: ArtifactSettings) -> list[str]:
+def root_forms(settings: ArtifactSettings) -> list[str]:
     forms: list[str] = []
     for root in settings.workspace_roots:
         expanded = expand_user_path(root)
@@ -123,21 +130,40 @@ def _root_forms(settings: ArtifactSettings) -> list[str]:
     return forms
 
 
+def in_task_tree(real_path: str, roots: list[str]) -> bool:
+    """Whether ``real_path`` lies in a ``tasks`` tree of any workspace under a root.
+
+    Any directory inside a root may serve as a workspace, so every ``tasks`` part
+    below a root (in any case: a case-insensitive file system aliases them) may hold
+    other runs' scopes; nothing outside a run's own scope may reach into one (D-A4).
+    """
+    for root in roots:
+        relative = relative_parts(root, real_path)
+        if relative and any(part.lower() == TASK_SCOPE_ROOT for part in relative.split("/")):
+            return True
+    return False
+
+
 def resolve_workspace_root(params: Mapping[str, object], settings: ArtifactSettings) -> str:
     """§4 with D-A9/D-A13: the realpath of the caller's or the default workspace.
 
     Order (D-A9): the expanded path must lie inside a configured root whether or not it
     exists; then it must exist (ENOENT wording); then its realpath must still lie inside
-    a root (a symlink inside a root pointing elsewhere is refused).
+    a root (a symlink inside a root pointing elsewhere is refused). Beyond the original,
+    it must be a directory, and never one inside a task scope (another run's files).
     """
-    explicit = optional_string(params.get("workspaceDir"))
+    explicit = typed_string(params.get("workspaceDir"), "workspaceDir")
     candidate = expand_user_path(explicit or settings.workspace_roots[0])
-    roots = _root_forms(settings)
+    roots = root_forms(settings)
     if not any(is_within_root(root, candidate) for root in roots):
         raise GatewayError(WORKSPACE_OUTSIDE_ROOTS)
     real = realpath_or_raise(candidate)
     if not any(is_within_root(root, real) for root in roots):
         raise GatewayError(WORKSPACE_OUTSIDE_ROOTS)
+    if in_task_tree(real, roots):
+        raise GatewayError(WORKSPACE_IN_TASK_SCOPES)
+    if not directory_exists(real):
+        raise WorkspaceUnavailableError(WORKSPACE_NOT_A_DIRECTORY)
     return real
 
 
@@ -223,22 +249,34 @@ def _safe_expected_artifact_dir(value: object) -> str:
     parts = [part for part in _SEPARATORS.split(text) if part]
     if not parts or any(part in ("..", ".") for part in parts):
         raise GatewayError("expectedArtifactDir must stay inside the workspace")
-    # D-A4: the fallback scan must never reach other runs' scopes. Compared without
-    # case so a case-insensitive file system cannot alias "Tasks" to "tasks".
-    if parts[0].lower() == TASK_SCOPE_ROOT:
-        raise GatewayError("expectedArtifactDir must stay outside task scopes")
+    # D-A4: the fallback scan must never reach other runs' scopes, at any depth (a
+    # nested workspace has its own tasks/). Compared without case so a
+    # case-insensitive file system cannot alias "Tasks" to "tasks".
+    if any(part.lower() == TASK_SCOPE_ROOT for part in parts):
+        raise GatewayError(EXPECTED_DIR_IN_TASK_SCOPES)
     return "/".join(parts) + "/"
 
 
 def normalize_expected_artifact_dirs(value: object) -> list[str]:
-    if not isinstance(value, list):
+    """§7: the entries, normalised and de-duplicated in order; absent means none.
+
+    Beyond the original (which turned any non-array into []), a value that is not an
+    array is refused, and so is a list longer than MAX_EXPECTED_ARTIFACT_DIRS.
+    """
+    if value is None or value is ABSENT:
         return []
-    result: list[str] = []
+    if not isinstance(value, list):
+        raise GatewayError("expectedArtifactDirs must be an array of strings")
+    if len(value) > MAX_EXPECTED_ARTIFACT_DIRS:
+        raise GatewayError(
+            f"expectedArtifactDirs must have at most {MAX_EXPECTED_ARTIFACT_DIRS} entries"
+        )
+    seen: dict[str, None] = {}  # insertion-ordered: linear de-duplication
     for entry in value:
         normalized = _safe_expected_artifact_dir(entry)
-        if normalized and normalized not in result:
-            result.append(normalized)
-    return result
+        if normalized:
+            seen.setdefault(normalized)
+    return list(seen)
 
 
 # --- descriptor-relative file system access ----------------------------------------------
@@ -289,6 +327,20 @@ def ensure_directory_beneath(root: str, relative: str) -> tuple[int, bool]:
         os.close(fd)
         raise
     return fd, created
+
+
+def open_directory_beneath(root: str, relative: str) -> int:
+    """Open the directory ``root/relative`` with no symlink followed below ``root``."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        for part in _split_parts(relative):
+            child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def open_file_beneath(root: str, relative: str) -> int:

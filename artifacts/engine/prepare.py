@@ -11,10 +11,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .export import expected_dir_status
-from .paths import normalize_expected_artifact_dirs, resolve_scope_root, resolve_workspace_root
+from .paths import (
+    normalize_expected_artifact_dirs,
+    optional_artifact_scope,
+    resolve_scope_root,
+    resolve_workspace_root,
+)
 from .scope import (
     TaskIdentity,
-    create_scope_directory,
+    claim_scope,
+    owned_identity,
     payload_header,
     read_identity,
     requested_scope,
@@ -39,10 +45,12 @@ def validate_prepare_params(
     """Every check of the artifact prepare, in the original's order, writing nothing."""
     identity = read_identity(params)
     expected_dirs = normalize_expected_artifact_dirs(params.get("expectedArtifactDirs"))
-    requested_scope(params, identity)
-    # The original always prepares the derived scope (a requested one must equal it).
-    artifact_scope = identity.expected_scope
+    optional_artifact_scope(params.get("artifactScope"))  # its format, in the original's order
     workspace_root = resolve_workspace_root(params, settings)
+    identity = owned_identity(identity, workspace_root)  # D-A16
+    # The original always prepares the derived scope (a requested one must equal it).
+    requested_scope(params, identity)
+    artifact_scope = identity.expected_scope
     return PreparePlan(
         identity=identity,
         expected_dirs=expected_dirs,
@@ -64,12 +72,16 @@ def prepare_artifact_scope(
 
 
 def create_prepared_scope(plan: PreparePlan) -> dict[str, object]:
-    """The writing half of :func:`prepare_artifact_scope`, for a plan already validated."""
-    create_scope_directory(plan.workspace_root, plan.scope_root)
+    """The writing half of :func:`prepare_artifact_scope`, for a plan already validated.
+
+    The scope is claimed for the plan's identity (D-A16); should another identity
+    have claimed its name since the plan was made, the identity's own name is used.
+    """
+    identity, scope_root = claim_scope(plan.workspace_root, plan.identity)
     return {
-        **payload_header(plan.identity, plan.workspace_root, plan.artifact_scope),
-        "artifactDirectory": plan.scope_root,
-        "relativeArtifactDirectory": plan.artifact_scope,
+        **payload_header(identity, plan.workspace_root, identity.expected_scope),
+        "artifactDirectory": scope_root,
+        "relativeArtifactDirectory": identity.expected_scope,
         "warnings": [],
         "expectedArtifactDirs": plan.expected_dirs,
         "expectedArtifactDirStatus": expected_dir_status(plan.workspace_root, plan.expected_dirs),

@@ -11,18 +11,19 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Mapping
+import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import BinaryIO
 
 from xworkmate.lib.errors import GatewayError
 
-from .coerce import ABSENT, non_negative_integer, optional_string
+from .coerce import ABSENT, non_negative_integer, optional_string, typed_string
 from .content import CHUNK_SIZE, content_type_for_path, digest_fd, label_for_path
 from .errors import ArtifactMissingError, node_fs_error_message
 from .paths import (
-    TASK_SCOPE_ROOT,
+    in_task_tree,
     is_within_root,
     open_file_beneath,
     optional_artifact_scope,
@@ -30,17 +31,27 @@ from .paths import (
     relative_parts,
     resolve_scope_root,
     resolve_workspace_root,
+    root_forms,
     safe_input_relative_path,
     safe_relative_path,
 )
 from .refs import RefPayload, sign_artifact_ref, verify_artifact_ref
-from .scope import TaskIdentity, payload_header, read_identity
+from .scope import TaskIdentity, owned_identity, payload_header, read_identity, ref_identity
 from .settings import DEFAULT_MAX_INLINE_BYTES, ArtifactSettings
 
-__all__ = ["OpenedArtifact", "open_artifact_by_ref", "read_artifact"]
+__all__ = ["ArtifactChangedError", "OpenedArtifact", "open_artifact_by_ref", "read_artifact"]
 
 _OUTSIDE = "relativePath must stay inside the workspace"
 _CONTENT_MISMATCH = "artifactRef does not match file content"
+_IDENTITY_MISMATCH = "artifactRef does not match sessionKey/runId"
+# A second name of a file may sit anywhere on the file system: its bytes are not the
+# scope's to hand out, so hard-linked files are never read (nor exported).
+_HARD_LINK = "relativePath must not be a hard link"
+_STILL_HASHING = "{path} is still being hashed; try again shortly"
+
+
+class ArtifactChangedError(GatewayError):
+    """The file changed while it was being streamed (see OpenedArtifact.verified_chunks)."""
 
 
 @dataclass(frozen=True)
@@ -66,7 +77,8 @@ def _resolve_target(params: Mapping[str, object], settings: ArtifactSettings) ->
     )
     param_scope = optional_artifact_scope(params.get("artifactScope"))
     workspace_root = resolve_workspace_root(params, settings)
-    ref = optional_string(params.get("artifactRef"))
+    identity = owned_identity(identity, workspace_root)  # D-A16
+    ref = typed_string(params.get("artifactRef"), "artifactRef")
     payload: RefPayload | None = None
     if ref:
         payload = verify_artifact_ref(
@@ -75,8 +87,9 @@ def _resolve_target(params: Mapping[str, object], settings: ArtifactSettings) ->
         if (
             payload.session_scope != identity.session_scope
             or payload.run_scope != identity.expected_scope
+            or payload.identity != ref_identity(identity)  # D-A17: the exact raw identity
         ):
-            raise GatewayError("artifactRef does not match sessionKey/runId")
+            raise GatewayError(_IDENTITY_MISMATCH)
         relative_path = payload.relative_path
         artifact_scope = payload.artifact_scope
         if optional_string(params.get("relativePath")):
@@ -100,10 +113,8 @@ def _resolve_target(params: Mapping[str, object], settings: ArtifactSettings) ->
     real_path = realpath_or_raise(os.path.join(base_root, relative_path))
     if not is_within_root(base_root, real_path):
         raise GatewayError(_OUTSIDE)
-    if base_root == workspace_root:
-        inside = relative_parts(workspace_root, real_path) or ""
-        if inside.split("/", 1)[0].lower() == TASK_SCOPE_ROOT:
-            raise GatewayError(_OUTSIDE)  # D-A4: never another run's scope
+    if base_root == workspace_root and in_task_tree(real_path, root_forms(settings)):
+        raise GatewayError(_OUTSIDE)  # D-A4: never another run's scope
     return _Target(
         identity=identity,
         workspace_root=workspace_root,
@@ -137,6 +148,9 @@ def _open_target(target: _Target) -> tuple[int, os.stat_result]:
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)
         raise GatewayError("relativePath must point to a file")
+    if info.st_nlink > 1:
+        os.close(fd)
+        raise GatewayError(_HARD_LINK)
     return fd, info
 
 
@@ -151,9 +165,16 @@ def read_artifact(params: Mapping[str, object], settings: ArtifactSettings) -> d
     fd, info = _open_target(target)
     try:
         _check_size(target, info.st_size)
-        digest = digest_fd(fd, info.st_size, inline_limit=target.max_inline_bytes)
+        digest = digest_fd(
+            fd,
+            info.st_size,
+            inline_limit=target.max_inline_bytes,
+            deadline=time.monotonic() + settings.hash_budget_seconds,
+        )
     finally:
         os.close(fd)
+    if digest is None:
+        raise GatewayError(_STILL_HASHING.format(path=target.requested_path))
     if target.payload is not None and (
         digest.size_bytes != target.payload.size_bytes or digest.sha256 != target.payload.sha256
     ):
@@ -168,6 +189,7 @@ def read_artifact(params: Mapping[str, object], settings: ArtifactSettings) -> d
         relative_path=relative_path,
         size_bytes=digest.size_bytes,
         sha256=digest.sha256,
+        identity=ref_identity(target.identity),
     )
     artifact: dict[str, object] = {
         "relativePath": relative_path,
@@ -217,6 +239,30 @@ class OpenedArtifact:
     def close(self) -> None:
         self.file.close()
 
+    def verified_chunks(self, chunk_size: int = CHUNK_SIZE) -> Iterator[bytes]:
+        """The file's bytes, hashed as they go; the last chunk only once they matched.
+
+        The file was verified when it was opened, but it may change while it is
+        being sent. Holding back the final chunk until the whole digest is known
+        means a changed file never completes a response: the stream fails instead
+        (raising ArtifactChangedError), and the receiver sees a short body.
+        """
+        digest = hashlib.sha256()
+        sent = 0
+        pending = b""
+        with self.file:
+            self.file.seek(0)
+            while chunk := self.file.read(chunk_size):
+                digest.update(chunk)
+                sent += len(chunk)
+                if pending:
+                    yield pending
+                pending = chunk
+            if (sent, digest.hexdigest()) != (self.size_bytes, self.sha256):
+                raise ArtifactChangedError(_CONTENT_MISMATCH)
+            if pending:
+                yield pending
+
     def __enter__(self) -> OpenedArtifact:
         return self
 
@@ -244,15 +290,18 @@ def open_artifact_by_ref(
     fd, info = _open_target(target)
     try:
         _check_size(target, info.st_size)
-        digest = hashlib.sha256()
-        buffer = bytearray(CHUNK_SIZE)
-        view = memoryview(buffer)
-        total = 0
-        while count := os.readv(fd, [buffer]):
-            digest.update(view[:count])
-            total += count
-        view.release()
-        if target.payload is None or (total, digest.hexdigest()) != (
+        # A file this process hashed already costs nothing here; the bytes are
+        # hashed again as they stream (OpenedArtifact.verified_chunks) in any case.
+        digest = digest_fd(
+            fd,
+            info.st_size,
+            inline_limit=None,
+            deadline=time.monotonic() + settings.hash_budget_seconds,
+        )
+        if digest is None:
+            raise GatewayError(_STILL_HASHING.format(path=target.requested_path))
+        total = digest.size_bytes
+        if target.payload is None or (total, digest.sha256) != (
             target.payload.size_bytes,
             target.payload.sha256,
         ):

@@ -8,6 +8,12 @@ D-A3: a file exported through the ``expectedArtifactDirs`` fallback lives relati
 the workspace root, not the task scope. Its ref carries one extra signed key,
 ``"base":"workspace"``, appended after ``sha256`` so scope refs (and the §12.3 golden
 vector) stay byte-identical to the original.
+
+D-A17: a ref is valid only for the exact raw identity it was signed for. When the
+scope names do not spell the raw session key and run id (``agent:main:x`` is
+``agent_main_x`` on disk), the raw pair is signed too, as ``openclawSessionKey`` and
+``runId`` after everything else; an identity its names spell exactly signs nothing
+more, so its refs stay byte-identical to the original.
 """
 
 from __future__ import annotations
@@ -55,6 +61,7 @@ class RefPayload:
     size_bytes: int
     sha256: str
     base: str = ""  # "" = relative to artifact_scope; "workspace" = D-A3 fallback file
+    identity: tuple[str, str] | None = None  # D-A17: the raw (session key, run id) signed
 
 
 def _b64url(data: bytes) -> str:
@@ -80,6 +87,7 @@ def sign_artifact_ref(
     size_bytes: int,
     sha256: str,
     base: str = "",
+    identity: tuple[str, str] | None = None,
 ) -> str:
     payload: dict[str, object] = {
         "v": 2,
@@ -95,6 +103,8 @@ def sign_artifact_ref(
     payload["sha256"] = sha256
     if base:
         payload["base"] = base
+    if identity is not None:
+        payload["openclawSessionKey"], payload["runId"] = identity
     text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
     body = _b64url(text.encode("utf-8"))
     return f"{body}.{_mac(secret, body)}"
@@ -168,9 +178,15 @@ def verify_artifact_ref(ref: str, *, secret: str, workspace_root: str) -> RefPay
         if payload["base"] != WORKSPACE_BASE:
             raise GatewayError(_INVALID)
         # D-A4 holds for refs too: a workspace-relative ref never points into tasks/.
-        if relative_path.split("/")[0].lower() == TASK_SCOPE_ROOT:
+        if any(part.lower() == TASK_SCOPE_ROOT for part in relative_path.split("/")):
             raise GatewayError(_INVALID)
         base = WORKSPACE_BASE
+    identity: tuple[str, str] | None = None
+    if "openclawSessionKey" in payload or "runId" in payload:
+        session_key, run_id = payload.get("openclawSessionKey"), payload.get("runId")
+        if not isinstance(session_key, str) or not isinstance(run_id, str):
+            raise GatewayError(_INVALID)
+        identity = (session_key, run_id)
     if payload.get("workspaceRootHash") != workspace_root_hash(workspace_root):
         raise GatewayError("artifactRef does not match workspace")
     return RefPayload(
@@ -181,4 +197,5 @@ def verify_artifact_ref(ref: str, *, secret: str, workspace_root: str) -> RefPay
         size_bytes=size_bytes,
         sha256=sha256,
         base=base,
+        identity=identity,
     )

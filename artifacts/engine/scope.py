@@ -3,36 +3,47 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
+import secrets
 import stat
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xworkmate.lib.errors import GatewayError
 
 from .coerce import required_string
 from .paths import (
+    TASK_SCOPE_ROOT,
     artifact_scope_for,
     ensure_directory_beneath,
+    open_directory_beneath,
     optional_artifact_scope,
     relative_parts,
+    resolve_scope_root,
     task_session_scope_for,
 )
 
 __all__ = [
     "SCOPE_MARKER",
     "TaskIdentity",
-    "create_scope_directory",
+    "alternative_scope",
+    "claim_scope",
+    "owned_identity",
     "payload_header",
     "read_identity",
+    "ref_identity",
     "scope_created_ms",
+    "scope_owner",
 ]
 
 # Linux has no st_birthtime, so the engine records when it created a scope (§10 step 7
 # porting note). The marker lives in a SKIPPED_DIRS directory, so it is never exported.
 SCOPE_MARKER = ".xworkmate/scope.json"
+_MARKER_DIR, _, _CREATED_FILE = SCOPE_MARKER.partition("/")
+_OWNER_FILE = "owner.json"
 
 
 @dataclass(frozen=True)
@@ -58,8 +69,15 @@ def payload_header(
 
 
 def read_identity(params: Mapping[str, object]) -> TaskIdentity:
-    run_id = required_string(params.get("runId"), "runId required")
-    session_key = required_string(params.get("openclawSessionKey"), "openclawSessionKey required")
+    """The raw identity of the call and the scope names the original derives from it.
+
+    The names are lossy (§5.1); which scope the identity really owns is settled
+    against the workspace by `owned_identity` / `claim_scope` (D-A16).
+    """
+    run_id = required_string(params.get("runId"), "runId required", "runId")
+    session_key = required_string(
+        params.get("openclawSessionKey"), "openclawSessionKey required", "openclawSessionKey"
+    )
     return TaskIdentity(
         run_id=run_id,
         session_key=session_key,
@@ -75,14 +93,18 @@ def requested_scope(params: Mapping[str, object], identity: TaskIdentity) -> str
     return requested or identity.expected_scope
 
 
-def _write_marker(dir_fd: int, created_ms: float) -> None:
-    # The directory may exist from an agent's own writes; only the marker must be new.
+def _open_marker_dir(dir_fd: int) -> int:
+    # The directory may exist from an agent's own writes; only the markers must be new.
     with contextlib.suppress(FileExistsError):
-        os.mkdir(".xworkmate", 0o777, dir_fd=dir_fd)
-    marker_dir = os.open(".xworkmate", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
+        os.mkdir(_MARKER_DIR, 0o777, dir_fd=dir_fd)
+    return os.open(_MARKER_DIR, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
+
+
+def _write_marker(dir_fd: int, created_ms: float) -> None:
+    marker_dir = _open_marker_dir(dir_fd)
     try:
         fd = os.open(
-            "scope.json",
+            _CREATED_FILE,
             os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
             0o644,
             dir_fd=marker_dir,
@@ -101,27 +123,155 @@ def _write_marker(dir_fd: int, created_ms: float) -> None:
         os.close(marker_dir)
 
 
-def create_scope_directory(workspace_root: str, scope_root: str, *, extra: str = "") -> str:
-    """``mkdir -p`` the scope (and ``extra`` below it) without following symlinks.
+# --- ownership (D-A16) ---------------------------------------------------------------
+#
+# The original's scope names are lossy (`agent:main:线程-1` and `agent:main:任务-1`
+# both become `agent_main_-1`; names are cut at 96 characters), so two identities can
+# name one directory. The first identity to prepare a scope claims it in
+# `.xworkmate/owner.json`; a later identity whose name collides gets its own
+# directory, the original name plus `__` and a hash of its raw identity. The
+# original's naming never produces `__`, so that name cannot be anyone's first name.
 
-    When this call creates the scope directory it records the creation time in the
-    scope marker. Returns the absolute path of the deepest directory.
-    """
-    relative = relative_parts(workspace_root, scope_root)
-    if relative is None:
-        raise GatewayError("artifactScope must stay inside the workspace")
-    created_ms = time.time() * 1000
-    fd, created = ensure_directory_beneath(workspace_root, relative)
+
+def _owner_record(identity: TaskIdentity) -> bytes:
+    return json.dumps(
+        {"openclawSessionKey": identity.session_key, "runId": identity.run_id},
+        ensure_ascii=True,
+    ).encode("ascii")
+
+
+def _parse_owner(raw: bytes) -> tuple[str, str] | None:
     try:
-        if created:
-            _write_marker(fd, created_ms)
+        record = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(record, dict):
+        return None
+    session_key, run_id = record.get("openclawSessionKey"), record.get("runId")
+    if isinstance(session_key, str) and isinstance(run_id, str):
+        return session_key, run_id
+    return None
+
+
+def _read_owner_at(marker_dir: int) -> tuple[str, str] | bool | None:
+    """The recorded owner; None when unclaimed; False when the record is unreadable."""
+    try:
+        fd = os.open(_OWNER_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=marker_dir)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        owner = _parse_owner(os.read(fd, 64 * 1024))
+    except OSError:
+        return False
     finally:
         os.close(fd)
-    if not extra:
-        return scope_root
-    fd, _ = ensure_directory_beneath(workspace_root, f"{relative}/{extra}")
-    os.close(fd)
-    return os.path.join(scope_root, extra)
+    return owner if owner is not None else False
+
+
+def scope_owner(workspace_root: str, scope: str) -> tuple[str, str] | bool | None:
+    """Who claimed ``scope``: (session key, run id); None if nobody; False if unknown."""
+    try:
+        fd = open_directory_beneath(workspace_root, f"{scope}/{_MARKER_DIR}")
+    except OSError:
+        # Missing, or not a plain directory on the way (a symlink or a file was put
+        # there): nobody claimed it; what the caller then does with such a path is
+        # refused or warned about as before.
+        return None
+    try:
+        return _read_owner_at(fd)
+    finally:
+        os.close(fd)
+
+
+def alternative_scope(identity: TaskIdentity) -> str:
+    """The deterministic scope of an identity whose original name is taken."""
+    raw = f"{identity.session_key}\n{identity.run_id}".encode("utf-8", "surrogatepass")
+    digest = hashlib.sha256(raw).hexdigest()[:16]
+    return f"{identity.expected_scope}__{digest}"
+
+
+def ref_identity(identity: TaskIdentity) -> tuple[str, str] | None:
+    """The raw pair a ref must sign (D-A17), or None when the scope names spell it."""
+    if identity.expected_scope == f"{TASK_SCOPE_ROOT}/{identity.session_key}/{identity.run_id}":
+        return None
+    return identity.session_key, identity.run_id
+
+
+def owned_identity(identity: TaskIdentity, workspace_root: str) -> TaskIdentity:
+    """The identity with the scope it owns, for reading (never writes anything).
+
+    A scope nobody has claimed (made before claims existed, or by hand) still
+    answers to the original name.
+    """
+    owner = scope_owner(workspace_root, identity.expected_scope)
+    if owner is None or owner == (identity.session_key, identity.run_id):
+        return identity
+    return replace(identity, expected_scope=alternative_scope(identity))
+
+
+def _claim(dir_fd: int, identity: TaskIdentity) -> bool:
+    """Claim the scope open at ``dir_fd`` for ``identity``; False when another owns it.
+
+    The record is written to a temporary name and linked into place, so a reader
+    (or a racing claimer) sees either no owner or a complete one.
+    """
+    marker_dir = _open_marker_dir(dir_fd)
+    try:
+        temp = f".owner.{os.getpid()}.{secrets.token_hex(6)}"
+        fd = os.open(
+            temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=marker_dir
+        )
+        try:
+            os.write(fd, _owner_record(identity))
+        finally:
+            os.close(fd)
+        try:
+            os.link(temp, _OWNER_FILE, src_dir_fd=marker_dir, dst_dir_fd=marker_dir)
+            return True
+        except FileExistsError:
+            return _read_owner_at(marker_dir) == (identity.session_key, identity.run_id)
+        finally:
+            os.unlink(temp, dir_fd=marker_dir)
+    finally:
+        os.close(marker_dir)
+
+
+def claim_scope(
+    workspace_root: str, identity: TaskIdentity, *, extra: str = ""
+) -> tuple[TaskIdentity, str]:
+    """Create the identity's scope (and ``extra`` below it) and claim it (D-A16).
+
+    ``mkdir -p`` without following symlinks; a scope this call creates records its
+    creation time. Returns the identity with the scope it owns, and the absolute
+    path of the deepest directory.
+    """
+    for scope in (identity.expected_scope, alternative_scope(identity)):
+        scope_root = resolve_scope_root(workspace_root, scope)
+        relative = relative_parts(workspace_root, scope_root)
+        if relative is None:
+            raise GatewayError("artifactScope must stay inside the workspace")
+        created_ms = time.time() * 1000
+        fd, created = ensure_directory_beneath(workspace_root, relative)
+        try:
+            if created:
+                _write_marker(fd, created_ms)
+            claimed = _claim(fd, identity)
+        finally:
+            os.close(fd)
+        if not claimed:
+            continue
+        owned = replace(identity, expected_scope=scope)
+        if not extra:
+            return owned, scope_root
+        fd, _ = ensure_directory_beneath(workspace_root, f"{relative}/{extra}")
+        os.close(fd)
+        return owned, os.path.join(scope_root, extra)
+    # Only a hash collision of two raw identities (or tampering) can get here.
+    raise GatewayError("artifactScope is owned by another session")
 
 
 def _recorded_created_ms(scope_root: str) -> float | None:

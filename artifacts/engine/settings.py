@@ -7,13 +7,19 @@ from dataclasses import dataclass, field
 from xworkmate.lib.openclaw import DEFAULT_MEDIA_DIR, DEFAULT_WORKSPACE, default_tmp_dir
 
 __all__ = [
+    "DEFAULT_HASH_BUDGET_SECONDS",
     "DEFAULT_MAX_FILES",
     "DEFAULT_MAX_INLINE_BYTES",
+    "DEFAULT_MAX_INLINE_TOTAL_BYTES",
     "ArtifactSettings",
 ]
 
 DEFAULT_MAX_FILES = 64
 DEFAULT_MAX_INLINE_BYTES = 10 * 1024 * 1024
+# 16 files of 10 MiB would be 224 MB of base64 in one answer; the total is capped.
+DEFAULT_MAX_INLINE_TOTAL_BYTES = 32 * 1024 * 1024
+# How long one request may spend hashing files it has not hashed before.
+DEFAULT_HASH_BUDGET_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -33,6 +39,8 @@ class ArtifactSettings:
     scan_shared_media_roots: bool = False
     openclaw_media_dir: str = DEFAULT_MEDIA_DIR
     openclaw_tmp_dir: str = field(default_factory=default_tmp_dir)
+    max_inline_total_bytes: int = DEFAULT_MAX_INLINE_TOTAL_BYTES
+    hash_budget_seconds: float = DEFAULT_HASH_BUDGET_SECONDS
 
     def __post_init__(self) -> None:
         if not self.signing_secret:

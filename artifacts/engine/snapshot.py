@@ -32,6 +32,7 @@ from .paths import (
     ensure_directory_beneath,
     expand_user_path,
     is_within_root,
+    optional_artifact_scope,
     relative_parts,
     resolve_scope_root,
     resolve_workspace_root,
@@ -40,7 +41,8 @@ from .paths import (
     safe_scope_segment,
 )
 from .scope import (
-    create_scope_directory,
+    claim_scope,
+    owned_identity,
     payload_header,
     read_identity,
     requested_scope,
@@ -114,6 +116,10 @@ def _accept_sources(
             continue
         if not stat.S_ISREG(info.st_mode):
             warnings.append(f"skipped referenced source that is not a file: {name}")
+            continue
+        if info.st_nlink > 1:
+            # Its other name may be any file of the file system: not a staged file.
+            warnings.append(f"skipped hard-linked source file: {name}")
             continue
         accepted.append(_Source(labels[root_index], real_path, name, info.st_dev, info.st_ino))
     return accepted
@@ -269,16 +275,21 @@ def collect_and_snapshot(
     max_files = positive_integer(
         param(params, "maxFiles"), "maxFiles", settings.snapshot_max_files, DEFAULT_MAX_FILES
     )
-    artifact_scope = requested_scope(params, identity)
+    optional_artifact_scope(params.get("artifactScope"))  # its format, in the original's order
     workspace_root = resolve_workspace_root(params, settings)
-    scope_root = resolve_scope_root(workspace_root, artifact_scope)
+    identity = owned_identity(identity, workspace_root)  # D-A16
+    artifact_scope = requested_scope(params, identity)
+    source_files = params.get("sourceFiles")
+    if source_files is not None and not isinstance(source_files, list):
+        raise GatewayError("sourceFiles must be an array of strings")
     # D-A6: all params are valid; the writes start here.
-    snapshot_root = create_scope_directory(workspace_root, scope_root, extra=_SNAPSHOT_DIR)
+    identity, snapshot_root = claim_scope(workspace_root, identity, extra=_SNAPSHOT_DIR)
+    artifact_scope = identity.expected_scope
+    scope_root = resolve_scope_root(workspace_root, artifact_scope)
     snapshot_relative = f"{artifact_scope}/{_SNAPSHOT_DIR}"
 
     warnings: list[str] = []
     copied: list[str] = []
-    source_files = params.get("sourceFiles")
     plan: list[tuple[str, _Source]] = []
     if (isinstance(source_files, list) and source_files) or not settings.scan_shared_media_roots:
         sources = _accept_sources(

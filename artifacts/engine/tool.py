@@ -79,7 +79,15 @@ TOOL_DEFINITION: dict[str, object] = {
     },
 }
 
-_CONTEXT_KEYS = ("sessionKey", "openclawSessionKey", "runId", "workspaceDir")
+# What the agent's key decides, never its params: the run, the workspace, and the
+# fallback dirs (those come from the bridge's mapping, not from the agent).
+_CONTEXT_KEYS = (
+    "sessionKey",
+    "openclawSessionKey",
+    "runId",
+    "workspaceDir",
+    "expectedArtifactDirs",
+)
 
 
 @dataclass(frozen=True)

@@ -56,13 +56,16 @@ def _forged(workspace: Path, secret: str = SECRET, **overrides: object) -> str:
     return sign_artifact_ref(**values)  # type: ignore[arg-type]
 
 
-def test_case_5_colliding_session_keys_share_refs(workspace: Path) -> None:
-    """Q11 kept (D-A7): `agent:main` and `agent_main` sanitise to one scope."""
+def test_case_5_colliding_session_keys_no_longer_share_refs(workspace: Path) -> None:
+    """Q11 fixed by D-A16/D-A17: `agent:main` and `agent_main` sanitise to one name,
+    but a ref is bound to the raw identity it was exported for."""
     config = settings_for(workspace)
     write(prepare(config, "agent:main", "r") / "a.txt", "abc")
     ref = _exported_ref(export_artifacts(ids("agent:main", "r"), config))
-    payload = read_artifact(ids("agent_main", "r", artifactRef=ref), config)
-    assert payload["sessionKey"] == "agent_main"
+    with pytest.raises(GatewayError, match=r"^artifactRef does not match sessionKey/runId$"):
+        read_artifact(ids("agent_main", "r", artifactRef=ref), config)
+    payload = read_artifact(ids("agent:main", "r", artifactRef=ref), config)
+    assert payload["sessionKey"] == "agent:main"
     assert payload["artifacts"][0]["content"] == "YWJj"  # type: ignore[index]
 
 

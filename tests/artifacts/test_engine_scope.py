@@ -97,7 +97,7 @@ def test_case_7_rejects_unsafe_expected_artifact_directories(tmp_path: Path) -> 
         (["", 5, None, "x", "x/", " x ", "y"], ["x/", "y/"]),
         (["a//b\\c"], ["a/b/c/"]),
         (["\\\\server\\share"], ["server/share/"]),
-        ("notarray", []),
+        (None, []),
     ],
 )
 def test_case_8_expected_dir_normalization(value: object, expected: list[str]) -> None:
@@ -124,8 +124,27 @@ def test_d_a4_expected_dir_inside_tasks_rejected(tmp_path: Path, value: list[str
     assert tree_state(workspace) == before
 
 
-def test_d_a4_nested_tasks_dir_is_allowed() -> None:
-    assert normalize_expected_artifact_dirs(["reports/tasks"]) == ["reports/tasks/"]
+@pytest.mark.parametrize("value", [["reports/tasks"], ["nested/Tasks/x"], ["tasks"]])
+def test_d_a4_a_tasks_part_at_any_depth_is_refused(value: object) -> None:
+    """A nested workspace has its own tasks/: no part of an expected dir may be one."""
+    with pytest.raises(GatewayError, match=r"^expectedArtifactDir must stay outside task scopes$"):
+        normalize_expected_artifact_dirs(value)
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("x", "expectedArtifactDirs must be an array of strings"),
+    ({"a": 1}, "expectedArtifactDirs must be an array of strings"),
+    (["d"] * 32769, "expectedArtifactDirs must have at most 32768 entries"),
+])
+def test_a_wrong_type_or_too_many_expected_dirs_is_refused(value: object, message: str) -> None:
+    with pytest.raises(GatewayError, match=f"^{message}$"):
+        normalize_expected_artifact_dirs(value)
+
+
+def test_many_expected_dirs_are_de_duplicated_in_order() -> None:
+    entries = [f"d{i % 1000}" for i in range(30000)]
+    result = normalize_expected_artifact_dirs(entries)
+    assert result == [f"d{i}/" for i in range(1000)]
 
 
 @pytest.mark.parametrize(

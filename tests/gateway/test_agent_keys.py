@@ -11,6 +11,7 @@ from django.contrib.auth.models import User
 from tests.conftest import ApiClient, manage
 from tests.gateway.conftest import prepare
 from xworkmate.models import ApiKey
+from xworkmate.services import api_key_create
 
 
 def test_the_cli_creates_a_key_bound_to_a_session_and_run(transactional_db, workspace):
@@ -19,6 +20,7 @@ def test_the_cli_creates_a_key_bound_to_a_session_and_run(transactional_db, work
     assert "bound to session 'k1' run 'r1'" in result.stdout
     key = ApiKey.objects.get(name="agent-1")
     assert (key.bound_session_key, key.bound_run_id, key.is_bound) == ("k1", "r1", True)
+    prepare(ApiClient(api_key_create(name="bridge", scopes=["gateway:write"])[1]), appThreadKey="t", openclawSessionKey="k1", runId="r0")
     payload = prepare(ApiClient(result.stdout.strip().splitlines()[-1]), appThreadKey="t", openclawSessionKey="x", runId="y")
     assert payload["artifactScope"] == "tasks/k1/r1"
     listed = manage("xworkmate", "apikey", "list")
@@ -42,6 +44,7 @@ def test_the_admin_creates_a_bound_key(client, db, workspace):
     )
     token = re.search(r"(xwm_[A-Za-z0-9_-]{40,})", response.content.decode()).group(1)
     assert ApiKey.objects.get(name="agent").is_bound
+    prepare(ApiClient(api_key_create(name="bridge", scopes=["gateway:write"])[1]), appThreadKey="t", openclawSessionKey="k1", runId="r0")
     assert prepare(ApiClient(token), appThreadKey="t", openclawSessionKey="x", runId="y")["runId"] == "r1"
     response = client.post("/admin/xworkmate/apikey/add/", {"name": "half", "scopes": ["gateway:write"], "bound_run_id": "r1"})
     assert "session: a bound key needs both" in response.content.decode()

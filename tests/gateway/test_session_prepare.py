@@ -118,6 +118,9 @@ def test_b16_it_reads_metadata_from_the_envelope_and_stores_no_request_ids(bridg
         ({"appThreadKey": None}, "appThreadKey required"),
         ({"openclawSessionKey": ""}, "openclawSessionKey required"),
         ({"openclawSessionKey": {"k": 1}}, "openclawSessionKey required"),
+        ({"openclawSessionKey": 5}, "openclawSessionKey must be a string"),
+        ({"workspaceDir": 123}, "workspaceDir must be a string"),
+        ({"expectedArtifactDirs": "x"}, "expectedArtifactDirs must be an array of strings"),
         ({"runId": 7}, "runId required"),
         ({"runId": "   "}, "runId required"),
         ({"expectedArtifactDirs": ["../outside"]}, "expectedArtifactDir must stay inside the workspace"),
@@ -202,6 +205,8 @@ def test_a_bound_agent_key_works_on_its_own_run_whatever_the_params_say(db, work
 
     _, token = api_key_create(name="agent", scopes=["gateway:write"], binding=KeyBinding(session_key="k1", run_id="r1"))
     agent = ApiClient(token)
+    bridge_token = api_key_create(name="the-bridge", scopes=["gateway:write"])[1]
+    prepare(ApiClient(bridge_token), appThreadKey="t1", openclawSessionKey="k1", runId="r0")
     payload = prepare(agent, appThreadKey="t1", openclawSessionKey="evil", runId="other")
     assert (payload["openclawSessionKey"], payload["runId"], payload["artifactScope"]) == ("k1", "r1", "tasks/k1/r1")
     assert not (workspace / "tasks/evil").exists()

@@ -166,3 +166,19 @@ def test_numbers_are_accepted_as_lookup_keys(bridge, workspace):
     native(bridge, "7", taskId="42", status="queued")
     payload = tasks_get(bridge, openclawSessionKey=7, taskId=42.0, includeArtifacts=False)
     assert (payload["openclawSessionKey"], payload["taskId"], payload["status"]) == ("7", "42", "running")
+
+
+def test_a_deleted_workspace_still_answers_the_recorded_status_with_a_warning(bridge, workspace):
+    """Issue 9 §4: the run's record outlives its files; the manifest is what is missing."""
+    import shutil
+
+    team = workspace / "team"
+    team.mkdir()
+    prepare(bridge, appThreadKey="t", openclawSessionKey="k", runId="r", workspaceDir=str(team))
+    shutil.rmtree(team)
+    payload = tasks_get(bridge, openclawSessionKey="k", runId="r", workspaceDir=str(team))
+    assert (payload["status"], payload["terminalSource"], payload["artifacts"]) == ("running", "session_prepare", [])
+    assert payload["warnings"] == [f"artifacts unavailable: ENOENT: no such file or directory, realpath '{team}'"]
+    team.write_text("a file now")
+    payload = tasks_get(bridge, openclawSessionKey="k", runId="r", workspaceDir=str(team))
+    assert payload["warnings"] == ["artifacts unavailable: workspaceDir must be a directory"]

@@ -39,8 +39,10 @@ def test_make_run_serves_health_and_admin_and_stops_on_sigterm(tmp_path):
     env = {k: v for k, v in os.environ.items()
            if k not in ("XWORKMATE_CONFIG", "DATABASE_URL", "CELERY_BROKER_URL",
                         "DJANGO_SETTINGS_MODULE")}
+    # A home of its own: the run creates the default workspace root under ~.
+    (tmp_path / "user").mkdir()
     env |= {"XWORKMATE_PORT": str(port), "XWORKMATE_HOME": str(tmp_path / "home"),
-            "XWORKMATE_ADMIN_PASSWORD": "smoke-test-pw"}
+            "XWORKMATE_ADMIN_PASSWORD": "smoke-test-pw", "HOME": str(tmp_path / "user")}
     log_path = tmp_path / "run.log"
     with log_path.open("wb") as log:
         proc = subprocess.Popen(["make", "run"], cwd=ROOT, env=env, stdout=log,

@@ -8,16 +8,48 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
+from django.utils import formats, timezone
 from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
-from artifacts.selectors import run_artifacts
+from artifacts.engine import list_artifacts
+from artifacts.services import artifact_settings
 from xworkmate.admin import ReadOnlyMixin
 from xworkmate.gateway.models import NativeTask, SessionEntry, SessionMapping, TaskRun
+from xworkmate.lib.errors import GatewayError
+
+
+def run_artifacts_in_roots(
+    session_key: str, run_id: str
+) -> tuple[str, list[dict[str, object]]] | str:
+    """The run's manifest from the first configured workspace root that holds its files.
+
+    A run may have been prepared with any configured root as its workspaceDir,
+    and no table records which: each root is asked in the configured order
+    (the default one first). Returns the root and its rows, else the engine's
+    error when no root could be read (e.g. every workspace is gone), else "".
+    """
+    ids = {"openclawSessionKey": session_key, "runId": run_id}
+    roots: tuple[str, ...] = settings.XWORKMATE.workspace_roots
+    problems: list[str] = []
+    for root in roots:
+        try:
+            listed = list_artifacts({**ids, "workspaceDir": root}, artifact_settings())
+        except GatewayError as exc:
+            problems.append(exc.message)
+            continue
+        found = listed.get("artifacts")
+        rows = [row for row in found if isinstance(row, dict)] if isinstance(found, list) else []
+        if rows:
+            return root, rows
+    # The default root's error, but only when no root could be read at all.
+    return problems[0] if len(problems) == len(roots) else ""
 
 
 class _ReadOnlyAdmin(ReadOnlyMixin, admin.ModelAdmin):  # type: ignore[type-arg]
@@ -37,10 +69,18 @@ class SessionMappingInline(ReadOnlyMixin, admin.StackedInline):  # type: ignore[
     )
 
 
-class TaskRunInline(ReadOnlyMixin, admin.TabularInline):  # type: ignore[type-arg]
+class _InHistoryColumn:
+    @admin.display(boolean=True, description=_("in history"))
+    def in_history(self, obj: TaskRun) -> bool:
+        return obj.evicted_at is not None
+
+
+class TaskRunInline(_InHistoryColumn, ReadOnlyMixin, admin.TabularInline):  # type: ignore[type-arg]
     model = TaskRun
     extra = 0
     show_change_link = True
+    # `in_history`, not `evicted_at`: the field's help text would head the
+    # column and seem to describe every run, also the visible ones.
     fields = (
         "run_id",
         "status",
@@ -48,7 +88,7 @@ class TaskRunInline(ReadOnlyMixin, admin.TabularInline):  # type: ignore[type-ar
         "started_at",
         "updated_at",
         "completed_at",
-        "evicted_at",
+        "in_history",
     )
     readonly_fields = fields
     ordering = ("-updated_at", "-id")
@@ -92,7 +132,7 @@ class SessionMappingAdmin(_ReadOnlyAdmin):
 
 
 @admin.register(TaskRun)
-class TaskRunAdmin(_ReadOnlyAdmin):
+class TaskRunAdmin(_InHistoryColumn, _ReadOnlyAdmin):
     list_display = (
         "run_id",
         "session",
@@ -116,42 +156,58 @@ class TaskRunAdmin(_ReadOnlyAdmin):
         "completed_at",
         "output",
         "error",
-        "evicted_at",
+        "history",
         "artifacts",
     )
+    # Only these: the page would otherwise also list the model's `evicted_at`,
+    # whose help text reads as if every run had left the newest runs.
+    fields = readonly_fields
 
-    @admin.display(boolean=True, description=_("in history"))
-    def in_history(self, obj: TaskRun) -> bool:
-        return obj.evicted_at is not None
+    @admin.display(description=_("moved to history at"), ordering="evicted_at")
+    def history(self, obj: TaskRun) -> str:
+        """When the run left the newest runs, with the meaning only for runs that did."""
+        if obj.evicted_at is None:
+            return str(_("Not in the history: among the session's newest runs the gateway shows."))
+        moved = formats.localize(timezone.localtime(obj.evicted_at))
+        note = _("No longer among the session's newest runs the gateway shows.")
+        return f"{moved} ({note})"
 
     @admin.display(description=_("artifacts"))
     def artifacts(self, obj: TaskRun) -> str:
         """The run's current manifest, as tasks.get would list it, each file a download link."""
+        found = run_artifacts_in_roots(obj.session.session_key, obj.run_id)
+        if isinstance(found, str):
+            return found or str(_("No artifacts found for this task run."))
+        root, rows = found
         ids = {"openclawSessionKey": obj.session.session_key, "runId": obj.run_id}
-        rows = run_artifacts(session_key=obj.session.session_key, run_id=obj.run_id)
-        if isinstance(rows, str):
-            return rows  # the engine's error, e.g. the workspace is gone
-        if not rows:
-            return str(_("No artifacts found for this task run."))
+        if root != settings.XWORKMATE.workspace_roots[0]:
+            ids["workspaceDir"] = root
         download = reverse("artifacts-download")
-        return format_html(
-            "<ul class=\"xworkmate-artifacts\">{}</ul>",
-            format_html_join(
-                "",
-                '<li><a href="{}?{}">{}</a> ({} B, {}, sha256 <code>{}</code>)</li>',
+
+        def name(row: dict[str, object]) -> str:
+            # A file listed without a ref (not hashed in time) has nothing to download yet.
+            if not row.get("artifactRef"):
+                return format_html("{}", row.get("relativePath"))
+            query = urlencode({**ids, "artifactRef": str(row["artifactRef"])})
+            return format_html('<a href="{}?{}">{}</a>', download, query, row.get("relativePath"))
+
+        items: SafeString = format_html_join(
+            "",
+            "<li>{} ({} B, {}{})</li>",
+            (
                 (
-                    (
-                        download,
-                        urlencode({**ids, "artifactRef": row.get("artifactRef", "")}),
-                        row.get("relativePath"),
-                        row.get("sizeBytes"),
-                        row.get("contentType"),
-                        str(row.get("sha256"))[:12],
-                    )
-                    for row in rows
-                ),
+                    name(row),
+                    row.get("sizeBytes"),
+                    row.get("contentType"),
+                    format_html(", sha256 <code>{}</code>", str(row["sha256"])[:12])
+                    if row.get("sha256")
+                    else "",
+                )
+                for row in rows
             ),
         )
+        where = format_html("<p>{}</p>", root) if "workspaceDir" in ids else ""
+        return format_html('{}<ul class="xworkmate-artifacts">{}</ul>', where, items)
 
 
 @admin.register(NativeTask)

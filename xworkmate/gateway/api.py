@@ -13,10 +13,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.conf import settings
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema, extend_schema_serializer, inline_serializer
 from rest_framework import serializers, status
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -29,17 +29,16 @@ from xworkmate.gateway.services import native_task_upsert
 from xworkmate.lib.errors import GatewayError
 from xworkmate.lib.jstime import wire_time
 from xworkmate.lib.wire import KEY_MAX_LENGTH, js_trim
-from xworkmate.methods import parse_body
+from xworkmate.parsers import read_json_object
 
 logger = logging.getLogger("xworkmate.gateway")
 
 
 def _hook_body(request: Request, failure_log: str) -> dict[str, Any] | None:
     """The JSON object of a hook call, or None (logged) when it is not one."""
-    limit = int(settings.XWORKMATE.get("gateway", "max_body_bytes"))
     try:
         # DRF has not parsed the body (request.data is never touched here).
-        return parse_body(request._request.read(limit + 1), limit=limit)
+        return read_json_object(request._request)
     except GatewayError as exc:
         logger.warning("%s: Error: %s", failure_log, exc.message)
         return None
@@ -112,7 +111,17 @@ class AgentEndHookView(APIView):
         return Response({"ok": True, "recorded": result.recorded})
 
 
+class _StringField(serializers.CharField):
+    """A CharField that refuses a number instead of turning it into text: a key is a string."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return str(super().to_internal_value(data))
+
+
 _STATUSES = ", ".join(s for s, _ in NativeTask.STATUSES)
+AGENT_OWN_RUN_ONLY = "an agent key records native tasks of its own session and run only"
 
 
 class NativeTaskUpsertView(APIView):
@@ -124,7 +133,7 @@ class NativeTaskUpsertView(APIView):
     @extend_schema_serializer(component_name="NativeTaskUpsertInput")
     class InputSerializer(serializers.Serializer):  # type: ignore[type-arg]
         # Trimmed once, as JavaScript trims (D-K7), not by DRF's str.strip.
-        sessionKey = serializers.CharField(max_length=KEY_MAX_LENGTH, trim_whitespace=False)
+        sessionKey = _StringField(max_length=KEY_MAX_LENGTH, trim_whitespace=False)
         task = serializers.DictField(
             help_text="the registry record, returned as `task` by tasks.get; "
             f"needs taskId and status ({_STATUSES}), may carry runId"
@@ -145,9 +154,11 @@ class NativeTaskUpsertView(APIView):
                 raise serializers.ValidationError(
                     f"runId: must be a string of at most {KEY_MAX_LENGTH} characters"
                 )
-            if value.get("status") not in {s for s, _ in NativeTask.STATUSES}:
+            status = value.get("status")
+            # A list or object is refused too (it cannot even be looked up in a set).
+            if not isinstance(status, str) or status not in {s for s, _ in NativeTask.STATUSES}:
                 raise serializers.ValidationError(
-                    f"status: must be one of {_STATUSES} (got {value.get('status')!r})"
+                    f"status: must be one of {_STATUSES} (got {status!r})"
                 )
             return value
 
@@ -180,11 +191,21 @@ class NativeTaskUpsertView(APIView):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         record: dict[str, Any] = data.validated_data["task"]
-        run_id = record.get("runId")
+        raw_run = record.get("runId")
+        session_key = js_trim(data.validated_data["sessionKey"])
+        run_id = js_trim(raw_run) if isinstance(raw_run, str) else ""
+        key = request_key(request)
+        if key is not None and key.is_bound:
+            # An agent key reports on its own run only: a record of another
+            # session or run is refused, never written (terminal states are
+            # sticky, so a forged one would stand for good).
+            if session_key != key.bound_session_key or run_id not in ("", key.bound_run_id):
+                raise PermissionDenied(AGENT_OWN_RUN_ONLY)
+            run_id = key.bound_run_id
         result = native_task_upsert(
-            session_key=js_trim(data.validated_data["sessionKey"]),
+            session_key=session_key,
             task_id=task_string(record.get("taskId")),
-            run_id=js_trim(run_id) if isinstance(run_id, str) else "",
+            run_id=run_id,
             status=str(record["status"]),
             record=record,
             now=timezone.now(),

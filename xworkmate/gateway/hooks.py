@@ -56,7 +56,12 @@ def session_start_hook(event: Mapping[str, Any], api_key: ApiKey | None) -> Hook
         prepare_artifact_scope(params, artifact_settings())
         prepared = True
         request = read_mapping_request(params)
-        session_mapping_record(request=request, source="session_start", now=timezone.now())
+        session_mapping_record(
+            request=request,
+            source="session_start",
+            now=timezone.now(),
+            by_agent=api_key is not None and api_key.is_bound,
+        )
     except GatewayError as exc:
         logger.warning("xworkmate session_start preparation failed: Error: %s", exc.message)
         return HookResult(prepared=prepared)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import DatabaseError
@@ -20,6 +20,8 @@ from django.utils import timezone
 # prepare must check the dirs before the session key, as the original does,
 # and validate_prepare_params checks them after it.
 from artifacts.engine import (
+    ArtifactMissingError,
+    WorkspaceUnavailableError,
     export_artifacts,
     normalize_expected_artifact_dirs,
     validate_prepare_params,
@@ -74,7 +76,12 @@ def read_mapping_request(params: Mapping[str, Any]) -> MappingInput:
     expected_dirs = normalize_expected_artifact_dirs(env.get("expectedArtifactDirs"))
     # JS `??`: an empty top-level string does not fall back to the envelope.
     raw_key = params.get("openclawSessionKey")
-    session_key = task_string(env.get("openclawSessionKey") if raw_key is None else raw_key)
+    raw_key = env.get("openclawSessionKey") if raw_key is None else raw_key
+    if isinstance(raw_key, int | float):
+        # The original printed a number as its text, so 7 and "7" named one session
+        # and a mapping was written for either; a key is a string (issue 9, bad input).
+        raise GatewayError("openclawSessionKey must be a string")
+    session_key = task_string(raw_key)
     if not session_key:
         raise GatewayError("openclawSessionKey required")
     created_at = task_string(env.get("createdAt"))
@@ -122,7 +129,10 @@ def session_prepare_method(call: GatewayCall) -> dict[str, Any]:
     }
     plan = validate_prepare_params(engine_params, settings)
     check_max_length("runId", plan.identity.run_id)
-    mapping, prepared = session_prepare(request=request, plan=plan, now=timezone.now())
+    by_agent = call.api_key is not None and call.api_key.is_bound
+    mapping, prepared = session_prepare(
+        request=request, plan=plan, now=timezone.now(), by_agent=by_agent
+    )
     return {
         **prepared,
         "mapping": mapping_payload(mapping),
@@ -158,6 +168,13 @@ class _Lookup:
     run_id: str
     task_id: str
     include_artifacts: bool
+    # When the workspace could not be read: the error, shown as a warning beside a
+    # recorded status, and raised when there is no status to show (case C38).
+    unavailable: list[GatewayError] = field(default_factory=list)
+
+    @property
+    def notes(self) -> list[str]:
+        return [f"artifacts unavailable: {exc.message}" for exc in self.unavailable]
 
     def common(self) -> dict[str, Any]:
         """`mode`, `mapping?`, `appThreadKey`, `openclawSessionKey`, in payload order."""
@@ -174,7 +191,16 @@ class _Lookup:
     def expected_dirs(self) -> list[str]:
         return list(self.mapping.expected_artifact_dirs) if self.mapping is not None else []
 
-    def export(self, run_id: str) -> dict[str, object]:
+    def export(self, run_id: str) -> dict[str, object] | None:
+        """The run's manifest; None (with a note) when the workspace is gone or not a
+        directory: the recorded status is still worth answering."""
+        try:
+            return self._export(run_id)
+        except (ArtifactMissingError, WorkspaceUnavailableError) as exc:
+            self.unavailable.append(exc)
+            return None
+
+    def _export(self, run_id: str) -> dict[str, object]:
         # The mapping's dirs win over the params' dirs, even when they are [].
         dirs: object = (
             self.mapping.expected_artifact_dirs
@@ -252,6 +278,8 @@ def tasks_get_method(call: GatewayCall) -> dict[str, Any]:
         return _recorded_payload(lookup, run, exported)
     if exported is not None and _as_list(exported.get("artifacts")):
         return _evidence_payload(lookup, exported)
+    if lookup.unavailable:
+        raise lookup.unavailable[0]
     error = _lookup_error(
         "no_native_task_record" if (lookup.run_id or lookup.task_id) else "task_not_found",
         f"No native OpenClaw task record found for {session_key}",
@@ -284,6 +312,7 @@ def _native_payload(lookup: _Lookup, task: dict[str, Any]) -> dict[str, Any]:
         "expectedArtifactDirs": lookup.expected_dirs,
         **_artifact_fields(exported, optional=True),
     }
+    payload["warnings"] = [*payload["warnings"], *lookup.notes]
     payload["artifactCount"] = len(payload["artifacts"])
     return payload
 
@@ -327,6 +356,7 @@ def _recorded_payload(
         payload["message"] = run.output or run.error
     payload["expectedArtifactDirs"] = lookup.expected_dirs
     payload.update(_artifact_fields(exported, optional=True))
+    payload["warnings"] = [*payload["warnings"], *lookup.notes]
     payload["artifactCount"] = len(payload["artifacts"])
     return payload
 

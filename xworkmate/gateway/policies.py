@@ -6,6 +6,7 @@ No database, no clock: callers pass what they read and `now`.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from xworkmate.lib.wire import js_trim
@@ -89,15 +90,58 @@ def sanitize_output(raw: object) -> str:
     return utf16_prefix(task_string(raw), OUTPUT_CAP)
 
 
-_SECRET_TOKEN = re.compile(r"\b(sk|nvapi)-[A-Za-z0-9._-]+\b", re.IGNORECASE | re.ASCII)
-_API_KEY_VALUE = re.compile(r"(api[_ -]?key\s*[:=]\s*)[^\s,;]+", re.IGNORECASE)
+_REDACTED = "<redacted>"
+# Each rule keeps what names the secret (a key's vendor prefix, the field name)
+# and replaces only the secret itself, so a stored error still says what failed.
+# The rules run in this order: the prefix rules first, so a key after "Bearer"
+# keeps its vendor prefix; the Bearer rule then catches any other token.
+_REDACTIONS: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
+    # The contract's rules (§14.2): OpenAI-style and NVIDIA keys, `api_key=`.
+    (re.compile(r"\b(sk|nvapi)-[A-Za-z0-9._-]+\b", re.IGNORECASE | re.ASCII), r"\1-" + _REDACTED),
+    # This service's own API keys (xworkmate.services.KEY_PREFIX; this module
+    # stays free of Django, so the prefix is spelled here).
+    (re.compile(r"\bxwm_[A-Za-z0-9_-]+", re.ASCII), "xwm_" + _REDACTED),
+    # GitHub tokens: classic (ghp_, and gho_/ghu_/ghs_/ghr_) and fine-grained.
+    (re.compile(r"\bgithub_pat_[A-Za-z0-9_]+", re.ASCII), "github_pat_" + _REDACTED),
+    (re.compile(r"\b(gh[pousr])_[A-Za-z0-9]+", re.ASCII), r"\1_" + _REDACTED),
+    # AWS access key ids (long-term AKIA, temporary ASIA).
+    (re.compile(r"\b(AKIA|ASIA)[A-Z0-9]{16}\b", re.ASCII), r"\1" + _REDACTED),
+    # Credentials in a URL: scheme://user:password@host.
+    (re.compile(r"(://[^/\s:@]+:)[^/\s@]+@"), r"\1" + _REDACTED + "@"),
+    # JSON (or a Python repr) fields named like a secret: "apiKey": "…", 'token': '…'.
+    (
+        re.compile(
+            r"""(?P<head>(?P<q>["'])[A-Za-z0-9_-]*(?:api[_-]?key|token|password|passwd|secret)"""
+            r"""(?P=q)\s*:\s*)(?:(?P<vq>["'])(?:\\.|(?!(?P=vq)).)*(?P=vq)|[^\s,}\]]+)""",
+            re.IGNORECASE,
+        ),
+        lambda m: f"{m['head']}{m['vq'] or ''}{_REDACTED}{m['vq'] or ''}",
+    ),
+    # key=value and key: value forms (a query string, a log line, a config dump).
+    (re.compile(r"(api[_ -]?key\s*[:=]\s*)[^\s,;]+", re.IGNORECASE), r"\1" + _REDACTED),
+    (
+        # The look-behind starts a name only at its first character, which keeps
+        # the scan linear on long runs of letters.
+        re.compile(
+            r"(?<![A-Za-z0-9_-])([A-Za-z0-9_-]*(?:token|password|passwd|secret)\s*[:=]\s*)"
+            r"""(?:"[^"]*"|'[^']*'|[^\s,;&"']+)""",
+            re.IGNORECASE,
+        ),
+        r"\1" + _REDACTED,
+    ),
+    # An HTTP bearer credential (RFC 6750 b64token) not already redacted above.
+    (
+        re.compile(r"\b(Bearer\s+)[A-Za-z0-9._~+/-]+=*(?![A-Za-z0-9._~+/=<-])", re.IGNORECASE),
+        r"\1" + _REDACTED,
+    ),
+)
 
 
 def sanitize_error(raw: object) -> str:
     """§14.2 error: keys and tokens redacted first, then capped at 2048 units."""
     text = task_string(raw)
-    text = _SECRET_TOKEN.sub(r"\1-<redacted>", text)
-    text = _API_KEY_VALUE.sub(r"\1<redacted>", text)
+    for pattern, replacement in _REDACTIONS:
+        text = pattern.sub(replacement, text)
     return utf16_prefix(text, ERROR_CAP)
 
 

@@ -20,13 +20,16 @@ from xworkmate.gateway.policies import (
     native_status_may_change,
 )
 from xworkmate.gateway.sql import columns, table
-from xworkmate.lib.errors import ConflictError, GatewayError
+from xworkmate.lib.errors import ConflictError, ForbiddenError, GatewayError
 from xworkmate.lib.jstime import wire_time
 
 logger = logging.getLogger(__name__)
 
 
 CONFLICT_MESSAGE = "conflict: xworkmate session mapping already points to a different session"
+AGENT_CANNOT_MAP = (
+    "an agent key cannot map an app thread: the bridge maps it (session.prepare with its key)"
+)
 MAPPING_WRITE_FAILED = "failed to write xworkmate session mapping"
 RUN_WRITE_FAILED = "failed to write xworkmate task run state"
 
@@ -112,12 +115,29 @@ def _read_locked(entry: SessionEntry, run_id: str) -> _LockedSession:
 
 
 def _mapping_upsert(
-    *, locked: _LockedSession, request: MappingInput, source: str, now: datetime
+    *,
+    locked: _LockedSession,
+    request: MappingInput,
+    source: str,
+    now: datetime,
+    by_agent: bool = False,
 ) -> SessionMapping:
+    """Create or refresh the session's mapping.
+
+    An agent key (`by_agent`) acts on its own session only, and the mapping is
+    the bridge's: it may re-prepare a session the bridge mapped to this very
+    thread, which leaves the mapping as it is, but never map a thread (else an
+    agent could claim a thread nobody had mapped yet, and the real session would
+    get CONFLICT).
+    """
     existing = locked.mapping
+    if by_agent and existing is None:
+        raise ForbiddenError(AGENT_CANNOT_MAP)
     if existing is not None:
         if existing.app_thread_key != request.app_thread_key:
             raise ConflictError(CONFLICT_MESSAGE)
+        if by_agent:
+            return existing
         # Re-prepare replaces the dirs (even with []) and keeps createdAt and
         # source (Q5, D-A7: the bridge re-prepares when the run id changes).
         updated_at = max(now, existing.created_at)
@@ -227,6 +247,7 @@ def session_prepare(
     request: MappingInput,
     plan: PreparePlan,
     now: datetime,
+    by_agent: bool = False,
 ) -> tuple[SessionMapping, dict[str, object]]:
     """`xworkmate.session.prepare` after validation: mapping, run started, scope directory.
 
@@ -237,17 +258,23 @@ def session_prepare(
     with transaction.atomic():
         run_id = plan.identity.run_id
         locked = _lock_session(session_key=request.session_key, run_id=run_id, now=now)
-        mapping = _mapping_upsert(locked=locked, request=request, source="bridge_prepare", now=now)
+        mapping = _mapping_upsert(
+            locked=locked, request=request, source="bridge_prepare", now=now, by_agent=by_agent
+        )
         _run_write(locked=locked, run_id=run_id, status=TaskRun.RUNNING, now=now)
         payload = create_prepared_scope(plan)
     return mapping, payload
 
 
-def session_mapping_record(*, request: MappingInput, source: str, now: datetime) -> SessionMapping:
+def session_mapping_record(
+    *, request: MappingInput, source: str, now: datetime, by_agent: bool = False
+) -> SessionMapping:
     """Record the mapping alone (the `session_start` hook: source "session_start")."""
     with transaction.atomic():
         locked = _lock_session(session_key=request.session_key, run_id="", now=now)
-        return _mapping_upsert(locked=locked, request=request, source=source, now=now)
+        return _mapping_upsert(
+            locked=locked, request=request, source=source, now=now, by_agent=by_agent
+        )
 
 
 def task_run_record_terminal(

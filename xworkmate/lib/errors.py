@@ -6,7 +6,7 @@ words in the message (D-A5); the message is the contract's text verbatim.
 
 from __future__ import annotations
 
-__all__ = ["ConflictError", "GatewayError"]
+__all__ = ["ConflictError", "ForbiddenError", "GatewayError"]
 
 
 class GatewayError(Exception):
@@ -23,6 +23,13 @@ class GatewayError(Exception):
 
     def __str__(self) -> str:
         return self.message
+
+
+class ForbiddenError(GatewayError):
+    """The caller's key may not do this, whatever the params (an agent key's confinement)."""
+
+    code = "FORBIDDEN"
+    http_status = 403
 
 
 class ConflictError(GatewayError):

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from xworkmate.lib.errors import GatewayError
 
-__all__ = ["KEY_MAX_LENGTH", "check_max_length", "js_trim"]
+__all__ = ["JS_WHITESPACE", "KEY_MAX_LENGTH", "check_max_length", "js_trim"]
 
 # ECMAScript WhiteSpace + LineTerminator: exactly what String.prototype.trim removes.
-_JS_WHITESPACE = (
+JS_WHITESPACE = (
     "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
     "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 )
@@ -28,7 +28,7 @@ KEY_MAX_LENGTH = 512
 
 def js_trim(value: str) -> str:
     """``value.trim()`` as JavaScript computes it."""
-    return value.strip(_JS_WHITESPACE)
+    return value.strip(JS_WHITESPACE)
 
 
 def check_max_length(

@@ -14,13 +14,18 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from xworkmate.bootstrap import ServiceUnavailable, bootstrap, require_services
+from xworkmate.bootstrap import (
+    ServiceUnavailable,
+    bootstrap,
+    require_migrated_database,
+    require_services,
+)
 from xworkmate.config import ConfigError, effective_config, load_config
 from xworkmate.models import ApiKey
 from xworkmate.periodic import configured_jobs, periodic_job_problems
 from xworkmate.policies import SCOPES
 from xworkmate.services import ApiKeyError, KeyBinding, api_key_create, api_key_revoke
-from xworkmate.supervisor import Supervisor, commands
+from xworkmate.supervisor import Supervisor, commands, web_workers
 
 PORT_ENV = "XWORKMATE_PORT"
 
@@ -82,8 +87,10 @@ class Command(BaseCommand):
         if action == "config":
             self._config(opts["check"], opts["show_secrets"])
         elif action == "apikey":
+            self._require_migrated()
             self._apikey(opts)
         elif action == "bootstrap":
+            self._require_migrated()
             self._print_bootstrap()
         elif action == "run":
             sys.exit(self._run(opts["port"]))
@@ -151,8 +158,18 @@ class Command(BaseCommand):
                 self.stdout.write(f"revoked API key {found.name!r}")
 
     # -- bootstrap / run --------------------------------------------------------
+    def _require_migrated(self) -> None:
+        try:
+            require_migrated_database()
+        except ServiceUnavailable as exc:
+            raise CommandError(str(exc)) from exc
+
     def _print_bootstrap(self) -> None:
         result = bootstrap()
+        for root in result.workspace_roots_created:
+            self.stdout.write(f"created workspace root {root}")
+        for problem in result.workspace_root_problems:
+            self.stderr.write(problem)
         if result.admin_created:
             self.stdout.write(f"created admin user {result.admin_username!r}")
             if result.admin_password:
@@ -176,8 +193,10 @@ class Command(BaseCommand):
         call_command("check", fail_level="ERROR")
         call_command("migrate", interactive=False, verbosity=0)
         self._print_bootstrap()
+        workers = web_workers(int(settings.XWORKMATE.get("service", "web_workers")), os.cpu_count())
         self.stdout.write(
-            f"xworkmate: config {settings.XWORKMATE.source}; data home {settings.HOME}\n"
+            f"xworkmate: config {settings.XWORKMATE.source}; data home {settings.HOME}; "
+            f"{workers} web workers\n"
             f"xworkmate: admin at http://127.0.0.1:{port}/admin/ , health at "
             f"http://127.0.0.1:{port}/healthz"
         )
@@ -186,5 +205,7 @@ class Command(BaseCommand):
             port=port,
             embedded_broker=settings.CELERY_BROKER_URL.startswith("filesystem://"),
             beat_schedule_file=settings.CELERY_BEAT_SCHEDULE_FILENAME,
+            home=settings.HOME,
+            workers=workers,
         )
         return Supervisor(cmds, os.environ).run()
