@@ -122,11 +122,13 @@ class _Walk:
             # order (which the warnings and the recursion do show) for the rest.
             rest: list[os.DirEntry[str]] = []
             files: list[os.DirEntry[str]] = []
+            take, keep = files.append, rest.append
             for entry in entries:
-                if entry.is_file(follow_symlinks=False) and _is_utf8(entry.name):
-                    files.append(entry)
+                name = entry.name
+                if entry.is_file(follow_symlinks=False) and (name.isascii() or _is_utf8(name)):
+                    take(entry)
                 else:
-                    rest.append(entry)
+                    keep(entry)
             self._take_files(files, relative, real)
             entries = rest
         entries.sort(key=_sort_key)

@@ -30,10 +30,10 @@ from .content import content_type_for_path, digest_fd, label_for_path
 from .errors import ArtifactMissingError, node_fs_error_message
 from .ignore import load_artifact_ignore_rules
 from .paths import (
+    BeneathOpener,
     directory_exists,
     in_task_tree,
     normalize_expected_artifact_dirs,
-    open_file_beneath,
     relative_parts,
     resolve_scope_root,
     resolve_workspace_root,
@@ -128,14 +128,14 @@ def _select(candidates: list[Candidate], required: list[str], limit: int) -> lis
     return head[:limit]
 
 
-def _open_candidate(workspace_root: str, candidate: Candidate) -> int:
+def _open_candidate(opener: BeneathOpener, candidate: Candidate) -> int:
     """Open a walked file; refuse it if it is no longer the inode the walk checked."""
-    relative = relative_parts(workspace_root, candidate.absolute_path)
+    relative = relative_parts(opener.root, candidate.absolute_path)
     vanished = FileNotFoundError(2, "No such file or directory")
     try:
         if relative is None:
             raise vanished
-        fd = open_file_beneath(workspace_root, relative)
+        fd = opener.open_file(relative)
     except OSError as error:
         message = node_fs_error_message(error, "open", candidate.absolute_path)
         if isinstance(error, FileNotFoundError):
@@ -282,7 +282,12 @@ class _Budget:
 
 
 def _manifest_entry(
-    request: _Request, candidate: Candidate, secret: str, budget: _Budget, warnings: list[str]
+    request: _Request,
+    candidate: Candidate,
+    secret: str,
+    budget: _Budget,
+    opener: BeneathOpener,
+    warnings: list[str],
 ) -> dict[str, object]:
     """One exported file: hashed (and inlined) from the very inode the walk approved."""
     relative_path = candidate.relative_path
@@ -294,7 +299,7 @@ def _manifest_entry(
         ):
             warnings.append(f"{relative_path} was not inlined: the answer's inline total is spent")
             inline_limit = None
-    fd = _open_candidate(request.workspace_root, candidate)
+    fd = _open_candidate(opener, candidate)
     try:
         digest = digest_fd(
             fd, candidate.size_bytes, inline_limit=inline_limit, deadline=budget.deadline
@@ -384,10 +389,11 @@ def export_artifacts(
         inline_left=settings.max_inline_total_bytes,
         deadline=time.monotonic() + settings.hash_budget_seconds,
     )
-    artifacts = [
-        _manifest_entry(request, candidate, settings.signing_secret, budget, warnings)
-        for candidate in _select(candidates, request.required, request.max_files)
-    ]
+    with BeneathOpener(request.workspace_root) as opener:
+        artifacts = [
+            _manifest_entry(request, candidate, settings.signing_secret, budget, opener, warnings)
+            for candidate in _select(candidates, request.required, request.max_files)
+        ]
     if len(candidates) > request.max_files:
         limit = request.max_files
         warnings.append(f"artifact limit reached; skipped remaining files after {limit}")

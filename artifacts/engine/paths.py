@@ -23,6 +23,7 @@ from .settings import ArtifactSettings
 __all__ = [
     "TASK_SCOPE_ROOT",
     "WORKSPACE_OUTSIDE_ROOTS",
+    "BeneathOpener",
     "artifact_scope_for",
     "directory_exists",
     "ensure_directory_beneath",
@@ -327,6 +328,47 @@ def ensure_directory_beneath(root: str, relative: str) -> tuple[int, bool]:
         os.close(fd)
         raise
     return fd, created
+
+
+class BeneathOpener:
+    """Opens files below one root for one call, each directory on the way opened once.
+
+    The same guarantees as :func:`open_file_beneath` (no symlink followed below
+    ``root``, FIFOs never block), without walking the path from the root again for
+    every file of one directory. The directory descriptors are closed by ``close``.
+    """
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self._dirs: dict[str, int] = {}
+
+    def _directory(self, relative: str) -> int:
+        fd = self._dirs.get(relative)
+        if fd is None:
+            if not relative:
+                fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+            else:
+                parent, _, name = relative.rpartition("/")
+                fd = os.open(name, _DIR_FLAGS, dir_fd=self._directory(parent))
+            self._dirs[relative] = fd
+        return fd
+
+    def open_file(self, relative: str) -> int:
+        parent, _, name = relative.rpartition("/")
+        if not name:
+            raise IsADirectoryError(21, "Is a directory", self.root)
+        return os.open(name, _FILE_FLAGS, dir_fd=self._directory(parent))
+
+    def close(self) -> None:
+        for fd in self._dirs.values():
+            os.close(fd)
+        self._dirs.clear()
+
+    def __enter__(self) -> BeneathOpener:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
 
 
 def open_directory_beneath(root: str, relative: str) -> int:
