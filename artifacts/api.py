@@ -11,13 +11,7 @@ from typing import Any
 
 from django.http import StreamingHttpResponse
 from django.utils.http import content_disposition_header
-from drf_spectacular.utils import (
-    OpenApiParameter,
-    OpenApiResponse,
-    extend_schema,
-    extend_schema_serializer,
-)
-from rest_framework import serializers
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
@@ -25,13 +19,134 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from artifacts import engine
+from artifacts.engine import schema
 from artifacts.services import artifact_settings
 from xworkmate.api_errors import error_body
 from xworkmate.auth import ApiKeyAuthentication, HasScope, key_has_scope, request_key
 from xworkmate.lib.errors import GatewayError
 from xworkmate.methods import scoped_params
+from xworkmate.openapi import api_error_responses
 
 _REF_PARAMS = ("artifactRef", "openclawSessionKey", "runId", "workspaceDir")
+
+# --- OpenAPI ---------------------------------------------------------------------------
+
+_DOWNLOAD_DESCRIPTION = (
+    "Scope `gateway:read` (or a staff session). The ref must be one export or list issued "
+    "for this session and run, and the file must still have the size and SHA-256 it was "
+    "signed with; else a 400. The bytes are hashed again as they stream: a file changed "
+    "mid-download breaks the stream off. An agent key acts on its own run, whatever the "
+    "request names."
+)
+_DOWNLOAD_FIELDS: dict[str, dict[str, Any]] = {
+    "artifactRef": schema.not_blank("the signed ref from export or list"),
+    "openclawSessionKey": schema.IDS["openclawSessionKey"],
+    "runId": schema.IDS["runId"],
+    "workspaceDir": schema.WORKSPACE_DIR,
+}
+_DOWNLOAD_BODY = schema.params_object(
+    {
+        **_DOWNLOAD_FIELDS,
+        "artifactRef": {
+            **_DOWNLOAD_FIELDS["artifactRef"],
+            "description": "the signed ref from export or list (any other value is a 400)",
+        },
+    },
+    "artifactRef",
+    "openclawSessionKey",
+    "runId",
+)
+_DOWNLOAD_RESPONSES: dict[Any, Any] = {
+    (200, "*/*"): OpenApiResponse(
+        {"type": "string", "format": "binary"},
+        description="the file's bytes, with the file's Content-Type, Content-Disposition "
+        "(attachment; filename), Content-Length and its SHA-256 as ETag",
+    ),
+    **api_error_responses(
+        {
+            400: "a missing param, a bad or foreign ref, a file changed since its ref",
+            403: "the API key lacks `gateway:read`",
+            404: ("the file is gone (ENOENT wording)", ("INVALID_REQUEST",)),
+        }
+    ),
+}
+_DOWNLOAD_HEADERS = [
+    OpenApiParameter(
+        name,
+        str,
+        OpenApiParameter.HEADER,
+        response=[200],
+        required=True,
+        description=text,
+    )
+    for name, text in (
+        ("Content-Disposition", "attachment; filename=<the file's label>"),
+        ("Content-Length", "the file's size"),
+        ("ETag", "the file's SHA-256, quoted"),
+        ("Cache-Control", "private, no-store"),
+    )
+]
+
+_TOOL_DEFINITION = {
+    "type": "object",
+    "required": ["name", "label", "description", "parameters"],
+    "properties": {
+        "name": {"type": "string", "enum": [engine.TOOL_DEFINITION["name"]]},
+        "label": {"type": "string"},
+        "description": {"type": "string"},
+        "parameters": {"type": "object", "description": "the JSON Schema of the tool's params"},
+    },
+}
+# What each action reads is typed in its variant; the other params are ignored by it.
+_TOOL_BODY = schema.params_object(
+    {
+        "action": {"type": "string", "enum": ["list", "read"]},
+        "relativePath": schema.READ["properties"]["relativePath"],
+        "artifactScope": schema.ARTIFACT_SCOPE,
+        "artifactRef": schema.anything("read: the signed ref from export or list"),
+        **{
+            name: schema.anything(str(field["description"]))
+            for name, field in schema.LIMITS.items()
+        },
+    },
+    "action",
+    description="The tool's own parameters (GET answers them); unknown params are ignored, "
+    "and session, run and workspace come from the key. A read without artifactRef needs "
+    "artifactScope and relativePath (relativePath alone when the key is bound to a scope).",
+    oneOf=[
+        {
+            "properties": {"action": {"enum": ["list"]}, **schema.LIMITS},
+        },
+        {
+            "properties": {
+                "action": {"enum": ["read"]},
+                "artifactRef": schema.READ["properties"]["artifactRef"],
+                "maxInlineBytes": schema.LIMITS["maxInlineBytes"],
+            },
+            "anyOf": schema.READ["anyOf"],
+        },
+    ],
+)
+_TOOL_RESULT = {
+    "type": "object",
+    "required": ["content", "details"],
+    "properties": {
+        "content": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": 1,
+            "items": {
+                "type": "object",
+                "required": ["type", "text"],
+                "properties": {
+                    "type": {"type": "string", "enum": ["text"]},
+                    "text": {"type": "string", "description": "the Markdown manifest"},
+                },
+            },
+        },
+        "details": {"type": "object"},
+    },
+}
 
 
 class _GatewayReadOrStaff(HasScope):
@@ -62,29 +177,23 @@ class ArtifactDownloadApi(APIView):
     permission_classes = [_GatewayReadOrStaff]
     required_scope = "gateway:read"
 
-    @extend_schema_serializer(component_name="ArtifactDownloadInput")
-    class InputSerializer(serializers.Serializer[Any]):
-        artifactRef = serializers.CharField()
-        openclawSessionKey = serializers.CharField()
-        runId = serializers.CharField()
-        workspaceDir = serializers.CharField(required=False)
-
     @extend_schema(
         operation_id="artifacts_download",
         summary="Download an artifact by artifactRef (streamed)",
-        description=(
-            "Scope `gateway:read` (or a staff session). The ref must belong to the given "
-            "session and run, and the file must still have the size and SHA-256 it was "
-            "signed with."
-        ),
+        description=_DOWNLOAD_DESCRIPTION,
         parameters=[
-            OpenApiParameter(name, str, required=name != "workspaceDir") for name in _REF_PARAMS
+            *(
+                OpenApiParameter(
+                    name,
+                    {k: v for k, v in _DOWNLOAD_FIELDS[name].items() if k != "nullable"},
+                    required=name != "workspaceDir",
+                    description=str(_DOWNLOAD_FIELDS[name]["description"]),
+                )
+                for name in _REF_PARAMS
+            ),
+            *_DOWNLOAD_HEADERS,
         ],
-        responses={
-            (200, "application/octet-stream"): OpenApiResponse(description="the file"),
-            400: OpenApiResponse(description="INVALID_REQUEST (bad or foreign ref, changed file)"),
-            404: OpenApiResponse(description="the file is gone (ENOENT wording)"),
-        },
+        responses=_DOWNLOAD_RESPONSES,
         tags=["artifacts"],
     )
     def get(self, request: Request) -> Response | StreamingHttpResponse:
@@ -93,8 +202,10 @@ class ArtifactDownloadApi(APIView):
     @extend_schema(
         operation_id="artifacts_download_post",
         summary="Download an artifact by artifactRef (JSON body, keeps keys out of URLs)",
-        request=InputSerializer,
-        responses={(200, "application/octet-stream"): OpenApiResponse(description="the file")},
+        description=_DOWNLOAD_DESCRIPTION,
+        request={"application/json": _DOWNLOAD_BODY},
+        parameters=_DOWNLOAD_HEADERS,
+        responses={**_DOWNLOAD_RESPONSES, **api_error_responses({411: "", 415: ""})},
         tags=["artifacts"],
     )
     def post(self, request: Request) -> Response | StreamingHttpResponse:
@@ -134,20 +245,14 @@ class ArtifactToolApi(APIView):
     permission_classes = [HasScope]
     required_scope = "gateway:read"
 
-    @extend_schema_serializer(component_name="ArtifactToolInput")
-    class InputSerializer(serializers.Serializer[Any]):
-        action = serializers.ChoiceField(choices=["list", "read"])
-        relativePath = serializers.CharField(required=False)
-        artifactScope = serializers.CharField(required=False)
-        artifactRef = serializers.CharField(required=False)
-        sinceUnixMs = serializers.FloatField(required=False)
-        maxFiles = serializers.FloatField(required=False)
-        maxInlineBytes = serializers.FloatField(required=False)
-
     @extend_schema(
         operation_id="artifacts_agent_tool_definition",
         summary="Agent tool definition (name, description, JSON schema of the parameters)",
-        responses={200: OpenApiResponse(description="the tool definition")},
+        description="Scope `gateway:read`.",
+        responses={
+            200: OpenApiResponse(_TOOL_DEFINITION, description="the tool definition"),
+            **api_error_responses({403: "the API key lacks `gateway:read`"}),
+        },
         tags=["artifacts"],
     )
     def get(self, request: Request) -> Response:
@@ -158,11 +263,24 @@ class ArtifactToolApi(APIView):
         summary="Agent tool: list or read this run's artifacts (Markdown manifest)",
         description=(
             "Needs an agent key bound to a session and run "
-            "(`manage.py xworkmate apikey create --session ... --run ...`). "
+            "(`manage.py xworkmate apikey create --session ... --run ...`) with "
+            "`gateway:read`; any other key is refused with 403 before the body is read. "
+            "Session, run and workspace come from the key, never from the body. "
             "Answers `{content: [{type: text, text}], details: {}}`."
         ),
-        request=InputSerializer,
-        responses={200: OpenApiResponse(description="the tool result")},
+        request={"application/json": _TOOL_BODY},
+        responses={
+            200: OpenApiResponse(_TOOL_RESULT, description="the tool result"),
+            **api_error_responses(
+                {
+                    400: "",
+                    403: "the API key lacks `gateway:read`, or is not bound to a session and run",
+                    404: ("the file is gone (ENOENT wording)", ("INVALID_REQUEST",)),
+                    411: "",
+                    415: "",
+                }
+            ),
+        },
         tags=["artifacts"],
     )
     def post(self, request: Request) -> Response:

@@ -45,6 +45,7 @@ METHODS = (
             "`artifactRef` each, inline base64 up to maxInlineBytes, warnings, constraints."
         ),
         params_doc=schema.EXPORT,
+        payload_doc=schema.MANIFEST,
         tags=("gateway", "artifacts"),
     ),
     GatewayMethod(
@@ -53,11 +54,15 @@ METHODS = (
         "gateway:write",
         "Copy task-referenced files into the run's scope, then export",
         description=(
-            "Copies `sourceFiles` (and, only when `artifacts.scan_shared_media_roots` is on, "
-            "the shared media roots) into `artifacts/<label>/` of the scope; name clashes get "
-            "a numeric suffix and a warning."
+            "Copies `sourceFiles` (absolute paths of files under the staging roots) into the "
+            "scope: a file from `artifacts.openclaw_media_dir` lands in "
+            "`artifacts/generated-media/<file name>`, one from `artifacts.openclaw_tmp_dir` in "
+            "`artifacts/generated-tmp/<file name>`; any other file is skipped with a warning. "
+            "Without `sourceFiles`, and only when `artifacts.scan_shared_media_roots` is on, "
+            "the staging roots are scanned. Name clashes get a numeric suffix and a warning."
         ),
         params_doc=schema.COLLECT_AND_SNAPSHOT,
+        payload_doc=schema.SNAPSHOT,
         tags=("gateway", "artifacts"),
     ),
     GatewayMethod(
@@ -66,6 +71,7 @@ METHODS = (
         "gateway:read",
         "List the task run's artifacts (metadata only)",
         params_doc=schema.LIST,
+        payload_doc=schema.MANIFEST,
         tags=("gateway", "artifacts"),
     ),
     GatewayMethod(
@@ -77,6 +83,7 @@ METHODS = (
             "The same checks as export; a file changed since its ref was issued is refused."
         ),
         params_doc=schema.READ,
+        payload_doc=schema.MANIFEST,
         tags=("gateway", "artifacts"),
     ),
 )

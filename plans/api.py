@@ -8,8 +8,8 @@ from typing import Any
 from django.conf import settings
 from drf_spectacular.utils import (
     OpenApiExample,
-    OpenApiResponse,
     extend_schema,
+    extend_schema_field,
     extend_schema_serializer,
     inline_serializer,
 )
@@ -19,10 +19,60 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from plans.schedule import ScheduleError
-from plans.selectors import MAX_PREVIEW_RUNS, PreviewRequestError, schedule_preview
+from plans.selectors import (
+    MAX_PREVIEW_RUNS,
+    MAX_SCHEDULE_MS,
+    PreviewRequestError,
+    schedule_preview,
+)
 from xworkmate.api_errors import error_body
 from xworkmate.auth import HasScope
 from xworkmate.lib.jstime import ms_to_iso
+from xworkmate.openapi import api_error_responses
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "required": ["kind"],
+        "properties": {
+            "kind": {"type": "string", "description": "cron, every or at"},
+            "expr": {"type": "string", "description": "cron: 5, 6 or 7 fields, or a nickname"},
+            "tz": {"type": "string", "description": "cron: IANA zone; default hostTz"},
+            "staggerMs": {"type": "number", "description": "cron: top-of-hour stagger"},
+            "everyMs": {"type": "number", "description": "every: the interval"},
+            "anchorMs": {"type": "number", "description": "every: epoch ms of a run"},
+            "at": {"type": "string", "description": "at: an ISO date-time"},
+        },
+        "additionalProperties": True,
+    }
+)
+class _ScheduleField(serializers.DictField):
+    """A schedule object; the scheduler checks it (its messages are the answer's)."""
+
+
+# Not blank once stripped: DRF strips with Python's str.strip, whose whitespace is
+# not that of `\s` in a schema pattern (ECMAScript's), so it is spelled out (no
+# character above U+3000 is whitespace).
+_PYTHON_WHITESPACE = "".join(
+    f"\\u{code:04x}" for code in range(0x3001) if chr(code).isspace()
+)
+
+
+@extend_schema_field({"type": "string", "pattern": f"[^{_PYTHON_WHITESPACE}]"})
+class _TextField(serializers.CharField):
+    """A string field that refuses a number instead of turning it into text."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return str(super().to_internal_value(data))
+
+
+# The upper bound is the preview's own check (D-C12), with its own message.
+@extend_schema_field({"type": "integer", "minimum": 0, "maximum": MAX_SCHEDULE_MS})
+class _AfterMsField(serializers.IntegerField):
+    pass
 
 
 class SchedulePreviewApi(APIView):
@@ -33,20 +83,21 @@ class SchedulePreviewApi(APIView):
 
     @extend_schema_serializer(component_name="SchedulePreviewInput")
     class InputSerializer(serializers.Serializer[Any]):
-        schedule = serializers.DictField(
+        schedule = _ScheduleField(
             help_text='{"kind": "cron", "expr": "30 2 * * *", "tz": "America/New_York"}, '
             '{"kind": "every", "everyMs": 3600000, "anchorMs": ...} or '
-            '{"kind": "at", "at": "2026-12-01T09:00:00+08:00"}'
+            '{"kind": "at", "at": "2026-12-01T09:00:00+08:00"}; a schedule the scheduler '
+            "refuses is a 400 INVALID_SCHEDULE with its message"
         )
-        afterMs = serializers.IntegerField(
-            required=False, min_value=0, help_text="epoch ms; default now"
-        )
+        afterMs = _AfterMsField(required=False, min_value=0, help_text="epoch ms; default now")
         count = serializers.IntegerField(default=10, min_value=1, max_value=MAX_PREVIEW_RUNS)
-        jobId = serializers.CharField(
+        jobId = _TextField(
             required=False, max_length=200, help_text="job id for the top-of-hour stagger"
         )
-        hostTz = serializers.CharField(
-            required=False, help_text="zone of a cron schedule without tz; default plans.time_zone"
+        hostTz = _TextField(
+            required=False,
+            help_text="IANA zone of a cron schedule without tz (else a 400 INVALID_SCHEDULE); "
+            "default plans.time_zone",
         )
 
     @extend_schema_serializer(component_name="SchedulePreviewRun")
@@ -66,9 +117,18 @@ class SchedulePreviewApi(APIView):
                 "SchedulePreview",
                 {"runs": serializers.ListField(child=RunSerializer())},
             ),
-            400: OpenApiResponse(description="INVALID_SCHEDULE or INVALID_REQUEST"),
-            401: OpenApiResponse(description="missing, unknown or revoked API key"),
-            403: OpenApiResponse(description="API key lacks plans:read"),
+            **api_error_responses(
+                {
+                    400: (
+                        "INVALID_SCHEDULE with the scheduler's message, or INVALID_REQUEST "
+                        "naming the field",
+                        ("INVALID_SCHEDULE", "INVALID_REQUEST"),
+                    ),
+                    403: "the API key lacks `plans:read`",
+                    411: "",
+                    415: "",
+                }
+            ),
         },
         examples=[
             OpenApiExample(

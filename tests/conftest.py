@@ -105,8 +105,10 @@ def test_methods() -> Iterator[list[str]]:
         return {"method": call.method, "params": call.params, "key": call.api_key and call.api_key.name}
 
     names = ["test.echo.read", "test.echo.write"]
-    gateway.register_method(gateway.GatewayMethod(names[0], echo, "gateway:read", "echo (read)"))
-    gateway.register_method(gateway.GatewayMethod(names[1], echo, "gateway:write", "echo (write)"))
+    conflict = ((409, "fail: conflict"),)  # echo's own errors, for the OpenAPI schema
+    for name, scope, summary in ((names[0], "gateway:read", "echo (read)"),
+                                 (names[1], "gateway:write", "echo (write)")):
+        gateway.register_method(gateway.GatewayMethod(name, echo, scope, summary, errors=conflict))
     yield names
     for name in names:
         gateway.unregister_method(name)

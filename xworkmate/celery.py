@@ -13,13 +13,27 @@ import os
 from typing import Any
 
 from celery import Celery
-from celery.signals import beat_init
+from celery.signals import beat_init, task_postrun, task_prerun
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "xworkmate.settings")
 
 app = Celery("xworkmate")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@task_prerun.connect
+@task_postrun.connect
+def _recycle_database_connections(task: Any = None, **_: Any) -> None:
+    """Close connections that are too old or broken, keep the rest (see settings).
+
+    Not for a task run eagerly, inside its caller's process and transaction.
+    """
+    if task is not None and task.request.is_eager:
+        return
+    from django.db import close_old_connections
+
+    close_old_connections()
 
 
 @beat_init.connect

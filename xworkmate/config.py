@@ -17,8 +17,10 @@ import it without Django being set up.
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -41,7 +43,12 @@ MASK = "********"
 LANGUAGES = ("zh-hans", "en")
 DATABASE_SCHEMES = ("sqlite", "postgres", "postgresql")
 BROKER_SCHEMES = ("filesystem", "redis", "rediss", "amqp", "pyamqp")
-DELIVERY_KINDS = ("webhook",)
+DELIVERY_KINDS = ("record", "webhook", "openclaw")
+# What the service sends, each routed to one channel by [delivery.routes].
+DELIVERY_PURPOSES = ("plans.run", "longrun.progress", "longrun.resume", "longrun.recovery")
+# The channel that needs no server: messages wait for the bridge to fetch them.
+RECORD_CHANNEL = "record"
+DEFAULT_SESSIONS_INDEX = "~/.openclaw/agents/main/sessions/sessions.json"
 
 _JOB_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 _TASK_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
@@ -276,6 +283,23 @@ SCHEMA: dict[str, dict[str, Key]] = {
             doc="messages that confirm a PLAN.md revision",
         ),
     },
+    "delivery": {
+        "max_body_bytes": Key(65536, _int_at_least(1), doc="largest message body (UTF-8 bytes)"),
+        "retry_first": Key(
+            timedelta(seconds=30), _check_duration, doc="wait before retrying a failed send"
+        ),
+        "retry_max": Key(
+            timedelta(hours=1), _check_duration, doc="the longest wait between retries (doubling)"
+        ),
+        "max_attempts": Key(
+            10, _int_at_least(1), doc="sends of one message before it stays failed"
+        ),
+        "dispatch_grace": Key(
+            timedelta(seconds=30),
+            _check_duration,
+            doc="how long a queued send may take to start before the dispatch job sends it",
+        ),
+    },
     "longrun": {
         "trigger_phrases": Key(
             ("长任务模式", "进入长任务模式"),
@@ -298,11 +322,21 @@ SCHEMA: dict[str, dict[str, Key]] = {
 
 CHANNEL_SCHEMA: dict[str, Key] = {
     "name": Key(None, _check_nonempty_str),
-    "kind": Key("webhook", _check_nonempty_str),
-    "url": Key(None, _check_http_url),
-    "timeout": Key(timedelta(seconds=10), _check_duration),
+    "kind": Key(None, _check_nonempty_str),
+    # webhook
+    "url": Key("", _check_http_url),
     "secret": Key("", _check_str, secret=True),
-    "enabled": Key(True, _check_bool),
+    "connect_timeout": Key(timedelta(seconds=5), _check_duration),
+    "read_timeout": Key(timedelta(seconds=10), _check_duration),
+    # openclaw (read_timeout bounds the process too)
+    "binary": Key("openclaw", _check_nonempty_str),
+    "sessions_index": Key(DEFAULT_SESSIONS_INDEX, _check_nonempty_str),
+}
+# Which keys each kind takes (beyond name and kind); required ones first.
+CHANNEL_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "record": ((), ()),
+    "webhook": (("url",), ("secret", "connect_timeout", "read_timeout")),
+    "openclaw": ((), ("binary", "sessions_index", "read_timeout")),
 }
 
 JOB_SCHEMA: dict[str, Key] = {
@@ -350,10 +384,12 @@ class JobEntry:
 class DeliveryChannel:
     name: str
     kind: str
-    url: str
-    timeout: timedelta
-    secret: str
-    enabled: bool
+    url: str = ""
+    secret: str = ""
+    connect_timeout: timedelta = timedelta(seconds=5)
+    read_timeout: timedelta = timedelta(seconds=10)
+    binary: str = "openclaw"
+    sessions_index: str = DEFAULT_SESSIONS_INDEX
 
 
 @dataclass(frozen=True)
@@ -364,6 +400,10 @@ class Config:
     home: Path
     values: Mapping[str, Mapping[str, Any]]
     delivery_channels: tuple[DeliveryChannel, ...] = ()
+    # purpose -> channel name; every purpose of DELIVERY_PURPOSES has one.
+    delivery_routes: Mapping[str, str] = field(
+        default_factory=lambda: dict.fromkeys(DELIVERY_PURPOSES, RECORD_CHANNEL)
+    )
     job_entries: tuple[JobEntry, ...] = ()
     from_env: frozenset[str] = field(default_factory=frozenset)
 
@@ -456,7 +496,7 @@ def _build(raw: dict[str, Any], *, source: str, env: Mapping[str, str], home: Pa
     problems: list[str] = []
     values: dict[str, dict[str, Any]] = {}
     from_env: set[str] = set()
-    known_sections = {*SCHEMA, "delivery", "periodic_jobs"}
+    known_sections = {*SCHEMA, "periodic_jobs"}
     for section in raw:
         if section not in known_sections:
             problems.append(
@@ -468,7 +508,7 @@ def _build(raw: dict[str, Any], *, source: str, env: Mapping[str, str], home: Pa
             problems.append(f"{section}: must be a table ([{section}])")
             given = {}
         for key in given:
-            if key not in keys:
+            if key not in keys and (section, key) not in _TABLES_OF_SECTIONS:
                 problems.append(f"{section}.{key}: unknown key (known: {', '.join(keys)})")
         values[section] = {}
         for key, spec in keys.items():
@@ -486,7 +526,7 @@ def _build(raw: dict[str, Any], *, source: str, env: Mapping[str, str], home: Pa
             except ValueError as exc:
                 where = f"{name} (from {spec.env})" if name in from_env else name
                 problems.append(f"{where}: {exc}")
-    channels = _build_channels(raw.get("delivery", {}), problems)
+    channels, routes = _build_delivery(raw.get("delivery", {}), problems)
     jobs = _build_jobs(raw.get("periodic_jobs", []), problems)
     if problems:
         raise ConfigError([f"{source}: {p}" for p in problems])
@@ -495,6 +535,7 @@ def _build(raw: dict[str, Any], *, source: str, env: Mapping[str, str], home: Pa
         home=home,
         values=values,
         delivery_channels=channels,
+        delivery_routes=routes,
         job_entries=jobs,
         from_env=frozenset(from_env),
     )
@@ -519,37 +560,90 @@ def _check_table(
     return out
 
 
-def _build_channels(raw: object, problems: list[str]) -> tuple[DeliveryChannel, ...]:
-    if not isinstance(raw, dict) or set(raw) - {"channels"}:
-        problems.append("delivery: must contain only [[delivery.channels]] entries")
-        return ()
+# Sub-tables read by their own builders, beside a section's plain keys.
+_TABLES_OF_SECTIONS = frozenset({("delivery", "channels"), ("delivery", "routes")})
+
+
+def _build_delivery(
+    raw: object, problems: list[str]
+) -> tuple[tuple[DeliveryChannel, ...], dict[str, str]]:
+    """[[delivery.channels]] and [delivery.routes]; the built-in `record` channel always exists."""
+    routes = dict.fromkeys(DELIVERY_PURPOSES, RECORD_CHANNEL)
+    channels = [DeliveryChannel(name=RECORD_CHANNEL, kind="record")]
+    if not isinstance(raw, dict):
+        return tuple(channels), routes  # reported with the section's other keys
     items = raw.get("channels", [])
     if not isinstance(items, list):
         problems.append("delivery.channels: must be an array of tables ([[delivery.channels]])")
-        return ()
-    channels: list[DeliveryChannel] = []
-    seen: set[str] = set()
+        items = []
     for index, item in enumerate(items):
-        where = f"delivery.channels[{index}]"
-        checked = _check_table(where, item, CHANNEL_SCHEMA, problems)
-        if checked is None:
-            continue
-        for required in ("name", "url"):
-            if required not in item:  # present but invalid was reported by _check_table
-                problems.append(f"{where}.{required}: required")
-        name = checked.get("name")
-        if name in seen:
-            problems.append(f"{where}.name: duplicate channel name {name!r}")
-        kind = checked.get("kind", "webhook")
-        if kind not in DELIVERY_KINDS:
+        channel = _build_channel(f"delivery.channels[{index}]", item, channels, problems)
+        if channel is not None:
+            channels.append(channel)
+    names = {channel.name for channel in channels}
+    given = raw.get("routes", {})
+    if not isinstance(given, dict):
+        problems.append("delivery.routes: must be a table ([delivery.routes])")
+        given = {}
+    for purpose, channel_name in given.items():
+        where = f"delivery.routes.{purpose}"
+        if purpose not in DELIVERY_PURPOSES:
+            problems.append(f"{where}: unknown purpose (known: {', '.join(DELIVERY_PURPOSES)})")
+        elif not isinstance(channel_name, str) or channel_name not in names:
             problems.append(
-                f"{where}.kind: must be one of {', '.join(DELIVERY_KINDS)} (got {kind!r})"
+                f"{where}: no channel named {channel_name!r} (channels: {', '.join(sorted(names))})"
             )
-        if "name" in checked and "url" in checked:
-            seen.add(checked["name"])
-            merged = {k: v.default for k, v in CHANNEL_SCHEMA.items()} | checked
-            channels.append(DeliveryChannel(**merged))
-    return tuple(channels)
+        else:
+            routes[purpose] = channel_name
+    return tuple(channels), routes
+
+
+def _build_channel(
+    where: str, item: object, channels: list[DeliveryChannel], problems: list[str]
+) -> DeliveryChannel | None:
+    checked = _check_table(where, item, CHANNEL_SCHEMA, problems)
+    if checked is None or not isinstance(item, dict):
+        return None
+    for required in ("name", "kind"):
+        if required not in item:
+            problems.append(f"{where}.{required}: required")
+    name, kind = checked.get("name"), checked.get("kind")
+    if name is None or kind is None:
+        return None
+    if any(channel.name == name for channel in channels):
+        problems.append(f"{where}.name: duplicate channel name {name!r}")
+        return None
+    if kind not in CHANNEL_KEYS:
+        problems.append(f"{where}.kind: must be one of {', '.join(DELIVERY_KINDS)} (got {kind!r})")
+        return None
+    required_keys, optional_keys = CHANNEL_KEYS[kind]
+    for key in required_keys:
+        if key not in item:
+            problems.append(f"{where}.{key}: required for a {kind} channel")
+    for key in checked:
+        if key not in ("name", "kind", *required_keys, *optional_keys):
+            problems.append(f"{where}.{key}: not a key of a {kind} channel")
+    if kind == "openclaw":
+        _check_openclaw(where, checked, problems)
+    if any(p.startswith(f"{where}.") for p in problems):
+        return None
+    return DeliveryChannel(**checked)
+
+
+def _check_openclaw(where: str, checked: dict[str, Any], problems: list[str]) -> None:
+    """The binary must be runnable and the sessions index readable before the service starts."""
+    binary = str(checked.get("binary", CHANNEL_SCHEMA["binary"].default))
+    if shutil.which(os.path.expanduser(binary)) is None:
+        problems.append(f"{where}.binary: no executable {binary!r} (on PATH or at that path)")
+    index = os.path.expanduser(str(checked.get("sessions_index", DEFAULT_SESSIONS_INDEX)))
+    try:
+        with open(index, encoding="utf-8") as handle:
+            parsed = json.load(handle)
+    except (OSError, ValueError) as exc:
+        problems.append(f"{where}.sessions_index: cannot read {index}: {exc}")
+        return
+    if not isinstance(parsed, dict):
+        problems.append(f"{where}.sessions_index: {index} must hold a JSON object")
 
 
 def _build_jobs(raw: object, problems: list[str]) -> tuple[JobEntry, ...]:
@@ -632,6 +726,19 @@ def mask_url(url: str) -> str:
     return parts._replace(netloc=netloc).geturl()
 
 
+def _channel_shown(channel: DeliveryChannel, *, mask_secrets: bool) -> dict[str, Any]:
+    required, optional = CHANNEL_KEYS[channel.kind]
+    shown: dict[str, Any] = {"name": channel.name, "kind": channel.kind}
+    for key in (*required, *optional):
+        value = getattr(channel, key)
+        if isinstance(value, timedelta):
+            value = format_duration(value)
+        if key == "secret" and value and mask_secrets:
+            value = MASK
+        shown[key] = value
+    return shown
+
+
 def effective_config(
     config: Config, jobs: Iterable[PeriodicJob], *, mask_secrets: bool = True
 ) -> dict[str, Any]:
@@ -658,17 +765,12 @@ def effective_config(
         mask_url(config.broker_url) if mask_secrets else config.broker_url
     )
     out["delivery"] = {
+        **out.get("delivery", {}),
         "channels": [
-            {
-                "name": c.name,
-                "kind": c.kind,
-                "url": c.url,
-                "timeout": format_duration(c.timeout),
-                "secret": MASK if (c.secret and mask_secrets) else c.secret,
-                "enabled": c.enabled,
-            }
-            for c in config.delivery_channels
-        ]
+            _channel_shown(channel, mask_secrets=mask_secrets)
+            for channel in config.delivery_channels
+        ],
+        "routes": dict(config.delivery_routes),
     }
     out["periodic_jobs"] = [
         {"name": j.name, "task": j.task, "schedule": j.schedule_text, "enabled": j.enabled}

@@ -9,9 +9,15 @@ Which methods exist is up to the apps (xworkmate.methods).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    inline_serializer,
+)
 from rest_framework import serializers
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import BasePermission
@@ -30,25 +36,47 @@ from xworkmate.methods import (
     scoped_params,
     split_envelope,
 )
+from xworkmate.openapi import api_error_responses, gateway_error_responses, requires_a_field
 from xworkmate.parsers import read_json_object
 
-_ERROR = inline_serializer(
-    "GatewayError",
-    {
-        "ok": serializers.BooleanField(default=False),
-        "error": inline_serializer(
-            "GatewayErrorDetail",
-            {"code": serializers.CharField(), "message": serializers.CharField()},
-        ),
-    },
-)
-_ERROR_RESPONSES = {
-    400: OpenApiResponse(_ERROR, description="INVALID_REQUEST: bad JSON or params"),
-    401: OpenApiResponse(_ERROR, description="missing, unknown or revoked API key"),
-    403: OpenApiResponse(_ERROR, description="API key lacks the method's scope"),
-    404: OpenApiResponse(_ERROR, description="unknown method"),
-    409: OpenApiResponse(_ERROR, description="CONFLICT"),
+ANY_PARAMS: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": True,
+    "description": "the method's params (see its own path); unknown params are ignored",
 }
+
+
+def _success(payload: Mapping[str, Any] | None) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "required": ["ok", "payload"],
+        "properties": {
+            "ok": {"type": "boolean", "enum": [True]},
+            "payload": dict(payload) if payload is not None else {"type": "object"},
+        },
+    }
+
+
+def _errors(method: GatewayMethod | None) -> dict[int, Any]:
+    """The error answers of a method's path (of every method's, for None)."""
+    scope = f"`{method.scope}`" if method is not None else "the method's scope"
+    notes = dict(method.errors) if method is not None else {}
+    statuses: dict[int, Any] = {
+        400: "INVALID_REQUEST: a param is missing, has the wrong type or breaks a rule",
+        403: f"the API key lacks {scope}"
+        + (f"; or {notes.pop(403)}" if 403 in notes else ""),
+        411: "",
+    }
+    if method is None:
+        # A name the route cannot hold (a line break) is no API endpoint at all.
+        statuses[404] = (
+            "`unknown method: <name>` (INVALID_REQUEST), or NOT_FOUND for a name with a "
+            "line break",
+            ("INVALID_REQUEST", "NOT_FOUND"),
+        )
+        statuses[409] = "CONFLICT: a session mapping conflict (session.prepare)"
+    statuses.update(notes)
+    return gateway_error_responses(statuses)
 
 
 class _CanCallMethods(BasePermission):
@@ -100,8 +128,18 @@ class GatewayMethodView(APIView):
     @extend_schema(
         operation_id="gateway_call_by_path",
         summary="Call a gateway method (params as body)",
-        request={"application/json": {"type": "object", "additionalProperties": True}},
-        responses={200: OpenApiResponse(description="`{ok: true, payload}`"), **_ERROR_RESPONSES},
+        description="Any method by name; each registered method also has its own path, which "
+        "documents its params and payload. An unknown name is a 404.",
+        parameters=[
+            OpenApiParameter(
+                "method", str, OpenApiParameter.PATH, description="e.g. xworkmate.tasks.get"
+            )
+        ],
+        request={"application/json": ANY_PARAMS},
+        responses={
+            200: OpenApiResponse(_success(None), description="`{ok: true, payload}`"),
+            **_errors(None),
+        },
         tags=["gateway"],
     )
     def post(self, request: Request, method: str) -> Response:
@@ -119,25 +157,51 @@ class GatewayView(APIView):
     gateway_envelope = True
     permission_classes = [_CanCallMethods]
 
-    @extend_schema(
-        operation_id="gateway_call",
-        summary="Call a gateway method (method and params in the body)",
-        request=inline_serializer(
-            "GatewayRequest",
-            {
-                "method": serializers.CharField(),
-                "params": serializers.DictField(required=False),
-            },
-        ),
-        responses={200: OpenApiResponse(description="`{ok: true, payload}`"), **_ERROR_RESPONSES},
-        tags=["gateway"],
-    )
     def post(self, request: Request) -> Response:
         try:
             name, params = split_envelope(_read_params(request))
             return _call(request, get_method(name), params)
         except GatewayError as exc:
             return _failure(exc)
+
+
+def _envelope_variant(method: GatewayMethod) -> dict[str, Any]:
+    params = dict(method.params_doc) if method.params_doc is not None else ANY_PARAMS
+    # A missing or null `params` is `{}`: optional exactly when `{}` is valid params.
+    needs_params = requires_a_field(params)
+    return {
+        "type": "object",
+        "required": ["method", "params"] if needs_params else ["method"],
+        "properties": {
+            "method": {"type": "string", "enum": [method.name]},
+            "params": params if needs_params else {**params, "nullable": True},
+        },
+        "additionalProperties": True,
+    }
+
+
+def envelope_view(methods: list[GatewayMethod]) -> type[APIView]:
+    """GatewayView documented with the methods registered now, one body variant each."""
+    payloads = [dict(m.payload_doc) for m in methods if m.payload_doc is not None]
+    all_documented = len(payloads) == len(methods)
+    body = {
+        "description": "`method` names a registered method (surrounding whitespace is "
+        "trimmed); `params` are its params, as documented on its own path. An unknown "
+        "name is a 404.",
+        "oneOf": [_envelope_variant(m) for m in methods],
+    }
+    success = _success({"anyOf": payloads} if payloads and all_documented else None)
+    decorated = extend_schema(
+        operation_id="gateway_call",
+        summary="Call a gateway method (method and params in the body)",
+        request={"application/json": body} if methods else {"application/json": ANY_PARAMS},
+        responses={
+            200: OpenApiResponse(success, description="`{ok: true, payload}`"),
+            **_errors(None),
+        },
+        tags=["gateway"],
+    )(GatewayView.post)
+    return type("Gateway", (GatewayView,), {"post": decorated})
 
 
 def method_view(method: GatewayMethod) -> type[APIView]:
@@ -147,10 +211,14 @@ def method_view(method: GatewayMethod) -> type[APIView]:
         operation_id=method.name.replace(".", "_").replace("-", "_"),
         summary=method.summary,
         description=f"{method.description}\n\nScope: `{method.scope}`.".strip(),
-        request=method.params_doc or {"application/json": {"type": "object"}},
+        request={
+            "application/json": dict(method.params_doc) if method.params_doc else ANY_PARAMS
+        },
         responses={
-            200: OpenApiResponse(method.payload_doc, description="`{ok: true, payload}`"),
-            **_ERROR_RESPONSES,
+            200: OpenApiResponse(
+                _success(method.payload_doc), description="`{ok: true, payload}`"
+            ),
+            **_errors(method),
         },
         tags=list(method.tags),
     )
@@ -179,7 +247,10 @@ class PingView(APIView):
     @extend_schema(
         operation_id="ping",
         summary="Constant answer for any valid API key",
-        responses={200: inline_serializer("Ping", {"ok": serializers.BooleanField()})},
+        responses={
+            200: inline_serializer("Ping", {"ok": serializers.BooleanField()}),
+            **api_error_responses({}),
+        },
         tags=["service"],
     )
     def get(self, request: Request) -> Response:

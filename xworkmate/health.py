@@ -19,6 +19,7 @@ from kombu import Connection
 from kombu.exceptions import OperationalError
 
 from xworkmate.config import ConfigError
+from xworkmate.delivery.selectors import outbox_summary
 from xworkmate.periodic import configured_jobs
 from xworkmate.policies import job_health
 from xworkmate.selectors import periodic_job_states
@@ -111,6 +112,9 @@ def healthz(request: HttpRequest) -> JsonResponse:
     database = check_database()
     broker = check_broker()
     jobs: dict[str, Any] = {}
+    # Informative, never "down": a message waiting long is the bridge's or the
+    # receiver's problem, shown here so a monitor can alert on its age.
+    outbox: dict[str, Any] = {}
     down = database["status"] != "ok" or broker["status"] != "ok"
     if database["status"] == "ok":
         try:
@@ -121,11 +125,13 @@ def healthz(request: HttpRequest) -> JsonResponse:
             jobs, down = {"error": "the periodic jobs of the config are invalid"}, True
         else:
             down = down or any(j["status"] in ("stale", "unscheduled") for j in jobs.values())
+        outbox = outbox_summary(now)
     body = {
         "status": "down" if down else "ok",
         "checked_at": now.isoformat(),
         "database": database,
         "broker": broker,
         "periodic_jobs": jobs,
+        "outbox": outbox,
     }
     return JsonResponse(body, status=503 if down else 200)

@@ -60,10 +60,15 @@ class GatewayMethod:
     scope: str
     summary: str
     description: str = ""
-    # Optional DRF serializers, used only to document params/payload in OpenAPI.
-    params_doc: Any = None
-    payload_doc: Any = None
+    # JSON Schemas of the params object and the payload, for the OpenAPI schema only
+    # (the handler checks its params itself); None documents any object.
+    params_doc: Mapping[str, Any] | None = None
+    payload_doc: Mapping[str, Any] | None = None
     tags: tuple[str, ...] = field(default=("gateway",))
+    # Error statuses beyond 400 (bad params) and 403 (the key lacks the scope) that
+    # the handler itself answers, with what they mean: 403 (ForbiddenError), 409
+    # (ConflictError). For the OpenAPI schema.
+    errors: tuple[tuple[int, str], ...] = ()
 
 
 _METHODS: dict[str, GatewayMethod] = {}

@@ -13,7 +13,7 @@ from xworkmate.beat_cron import beat_crontab
 from xworkmate.config import PeriodicJob
 
 # The areas an API key's scopes name (`<area>:read` / `<area>:write`).
-AREAS = ("gateway", "plans", "longrun")
+AREAS = ("gateway", "plans", "longrun", "delivery")
 SCOPES = tuple(f"{area}:{level}" for area in AREAS for level in ("read", "write"))
 
 # How long a key's last_used_at may lag: we write it at most this often, so a

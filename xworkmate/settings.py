@@ -35,6 +35,8 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "xworkmate",
+    # The outbox is part of the kernel, with tables of its own.
+    "xworkmate.delivery",
     # The apps, in the order their gateway methods are registered (§1.4).
     "xworkmate.gateway",
     "artifacts",
@@ -117,10 +119,21 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "xworkmate API",
     "DESCRIPTION": (
         "Gateway methods for the XWorkmate bridge, artifacts, plans and long-run mode. "
-        "Authenticate with `Authorization: Bearer <api key>`."
+        "Authenticate with `Authorization: Bearer <api key>`. Every request body is a UTF-8 "
+        "JSON object of at most `gateway.max_body_bytes`, nested at most 128 levels, with "
+        "finite numbers within the range of a 64-bit float; no string of a body (keys "
+        "included) or of a query may contain NUL or a lone surrogate. Anything else is "
+        "refused with 400 INVALID_REQUEST naming the field. Gateway answers are "
+        '`{"ok": true, "payload": ...}` or `{"ok": false, "error": {"code", "message"}}`, '
+        'other endpoints answer errors as `{"error": {"code", "message"}}`.'
     ),
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # A request body is required exactly where `{}` would be refused (xworkmate.openapi).
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "xworkmate.openapi.postprocess_schema",
+    ],
     "SERVE_PERMISSIONS": ["xworkmate.auth.ApiKeyOrStaff"],
     "SERVE_AUTHENTICATION": [
         "xworkmate.auth.ApiKeyAuthentication",
@@ -156,6 +169,11 @@ CELERY_ENABLE_UTC = True
 # Early acknowledgement unless a task says it is safe to run twice (D-K6).
 CELERY_TASK_ACKS_LATE = False
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Celery's Django fix-up closes every database connection around each task
+# unless this is set; with it, xworkmate.celery recycles them per task the way
+# Django does per request (CONN_MAX_AGE, CONN_HEALTH_CHECKS). A new PostgreSQL
+# connection per task was half of what one outbox send cost (bench/delivery.py).
+CELERY_DB_REUSE_MAX = 10**9
 # The schedule is built from the configured periodic jobs when beat starts: the
 # apps declare their default jobs in ready(), after this module has loaded.
 CELERY_BEAT_SCHEDULER = "xworkmate.periodic:ConfiguredScheduler"

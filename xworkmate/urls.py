@@ -19,6 +19,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("healthz", health.healthz, name="healthz"),
     path("admin/language/", views.set_language, name="xworkmate-set-language"),
     # The apps' pages, some under /admin/, come before the admin's catch-all.
+    path("", include("xworkmate.delivery.urls")),
     path("", include("xworkmate.gateway.urls")),
     path("", include("artifacts.urls")),
     path("", include("plans.urls")),
@@ -26,7 +27,8 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("api/schema/", SchemaView.as_view(), name="schema"),
     path("api/docs/", api_docs, name="api-docs"),
     path("api/ping", dispatch.PingView.as_view(), name="ping"),
-    path("gateway", dispatch.GatewayView.as_view(), name="gateway"),
+    # Documented with the methods the apps registered in ready(), before this loads.
+    path("gateway", dispatch.envelope_view(registered_methods()).as_view(), name="gateway"),
 ]
 
 # One documented path per registered method (the apps register them in

@@ -8,7 +8,7 @@ tested on its own (D-K2).
 """
 
 from .errors import ArtifactMissingError, WorkspaceUnavailableError, node_fs_error_message
-from .export import export_artifacts, list_artifacts
+from .export import check_export_options, export_artifacts, list_artifacts
 from .paths import (
     artifact_scope_for,
     normalize_expected_artifact_dirs,
@@ -43,6 +43,7 @@ __all__ = [
     "ToolContext",
     "WorkspaceUnavailableError",
     "artifact_scope_for",
+    "check_export_options",
     "collect_and_snapshot",
     "create_prepared_scope",
     "export_artifacts",

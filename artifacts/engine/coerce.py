@@ -90,7 +90,8 @@ def optional_boolean(value: object, fallback: bool) -> bool:
     return value if isinstance(value, bool) else fallback
 
 
-_DECIMAL_LITERAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+# ASCII digits only: JavaScript's Number("٣") is NaN, while Python's \d and float() take it.
+_DECIMAL_LITERAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
 _RADIX_LITERAL = re.compile(r"0([xXoObB])([0-9a-fA-F]+)")
 _RADIX = {"x": 16, "o": 8, "b": 2}
 
@@ -184,7 +185,7 @@ def non_negative_number(value: object, field: str, fallback: float) -> float:
     return fallback
 
 
-_PARSE_INT = re.compile(r"[+-]?\d+")
+_PARSE_INT = re.compile(r"[+-]?\d+", re.ASCII)
 
 
 def js_parse_int(text: str) -> float:

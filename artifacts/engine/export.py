@@ -23,6 +23,7 @@ from .coerce import (
     optional_string,
     param,
     positive_integer,
+    typed_string,
 )
 from .collation import collation_key
 from .collect import TASK_SCOPES_SKIPPED, Candidate, collect_candidates
@@ -51,7 +52,12 @@ from .scope import (
 )
 from .settings import DEFAULT_MAX_FILES, DEFAULT_MAX_INLINE_BYTES, ArtifactSettings
 
-__all__ = ["expected_dir_status", "export_artifacts", "list_artifacts"]
+__all__ = [
+    "check_export_options",
+    "expected_dir_status",
+    "export_artifacts",
+    "list_artifacts",
+]
 
 NOT_PREPARED_WARNING = "artifact scope is not prepared for this task run"
 
@@ -171,6 +177,19 @@ class _Request:
     artifact_scope: str
     scope_root: str
     task_roots: list[str]  # every configured root: no fallback file comes from a tasks tree
+
+
+def check_export_options(params: Mapping[str, object]) -> None:
+    """The checks of an export's options that need no workspace, in the export's order.
+
+    The numbers (D-A8), `workspaceDir`'s type and `expectedArtifactDirs`. A
+    lookup (tasks.get) runs them before anything else, so a bad option is
+    refused whether or not the lookup gets as far as building a manifest.
+    """
+    for name in ("maxFiles", "maxInlineBytes", "sinceUnixMs"):
+        non_negative_number(param(params, name), name, 0)
+    typed_string(params.get("workspaceDir"), "workspaceDir")
+    normalize_expected_artifact_dirs(params.get("expectedArtifactDirs"))
 
 
 def _read_request(

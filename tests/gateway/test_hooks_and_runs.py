@@ -173,6 +173,9 @@ def test_active_native_statuses_move_freely_and_a_resent_terminal_status_updates
     ("body", "message"),
     [
         ({"task": {"taskId": "t", "status": "running"}}, "sessionKey: This field is required."),
+        # Blank once trimmed as JavaScript trims: no session has an empty key.
+        ({"sessionKey": " \u3000\ufeff", "task": {"taskId": "t", "status": "running"}}, "sessionKey: This field may not be blank."),
+        ({"sessionKey": 7, "task": {"taskId": "t", "status": "running"}}, "sessionKey: Not a valid string."),
         ({"sessionKey": "k", "task": {"status": "running"}}, "task: taskId: required, a non-empty string"),
         ({"sessionKey": "k", "task": {"taskId": "t", "status": "done"}}, "task: status: must be one of queued, running, succeeded, completed, failed, timed_out, cancelled, lost (got 'done')"),
         ({"sessionKey": "k", "task": {"taskId": "t", "status": "running", "runId": 5}}, "task: runId: must be a string of at most 512 characters"),

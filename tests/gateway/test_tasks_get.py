@@ -182,3 +182,26 @@ def test_a_deleted_workspace_still_answers_the_recorded_status_with_a_warning(br
     team.write_text("a file now")
     payload = tasks_get(bridge, openclawSessionKey="k", runId="r", workspaceDir=str(team))
     assert payload["warnings"] == ["artifacts unavailable: workspaceDir must be a directory"]
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"maxFiles": True}, "maxFiles must be a number"),
+        ({"sinceUnixMs": "soon"}, "sinceUnixMs must be a number"),
+        ({"workspaceDir": 5}, "workspaceDir must be a string"),
+        ({"expectedArtifactDirs": "reports"}, "expectedArtifactDirs must be an array of strings"),
+    ],
+)
+@pytest.mark.parametrize(
+    "lookup",
+    [
+        {},  # no session: the lookup error invalid_lookup
+        {"openclawSessionKey": "k"},  # no run: no manifest to build
+        {"openclawSessionKey": "k", "runId": "r", "includeArtifacts": False},
+    ],
+)
+def test_a_bad_option_is_refused_whether_or_not_a_manifest_is_built(bridge, workspace, lookup, params, message):
+    """The schema types every option; a wrong type is refused, not ignored for want of a manifest."""
+    status, body = call(bridge, "xworkmate.tasks.get", {**lookup, **params})
+    assert (status, body["error"]) == (400, {"code": "INVALID_REQUEST", "message": message})

@@ -107,6 +107,10 @@ def test_it_refuses_a_bad_schedule_with_the_engine_message(planner, schedule, me
         ({"schedule": {"kind": "cron", "expr": "0 9 * * *"}, "count": 51}, "count: Ensure this value is less than or equal to 50."),
         ({"schedule": {"kind": "cron", "expr": "0 9 * * *"}, "count": 0}, "count: Ensure this value is greater than or equal to 1."),
         ({"schedule": {"kind": "cron", "expr": "0 9 * * *"}, "afterMs": "soon"}, "afterMs: A valid integer is required."),
+        # A zone or a job id is text: a number is refused, not turned into "0".
+        ({"schedule": {"kind": "every", "everyMs": 3600000}, "hostTz": 0}, "hostTz: Not a valid string."),
+        ({"schedule": {"kind": "cron", "expr": "0 9 * * *"}, "jobId": 42}, "jobId: Not a valid string."),
+        ({"schedule": {"kind": "cron", "expr": "0 9 * * *"}, "jobId": " \x85"}, "jobId: This field may not be blank."),
     ],
 )
 def test_it_refuses_bad_params_naming_the_field(planner, body, message):

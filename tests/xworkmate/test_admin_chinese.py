@@ -14,7 +14,7 @@ from django.utils import translation
 from xworkmate.gateway.models import TaskRun
 from xworkmate.models import ApiKey, PeriodicJobState
 
-PROJECT_APPS = ("xworkmate", "gateway", "artifacts", "plans", "longrun")
+PROJECT_APPS = ("xworkmate", "delivery", "gateway", "artifacts", "plans", "longrun")
 # Labels that read the same in both languages.
 SAME_IN_BOTH = {"xworkmate", "ID"}
 

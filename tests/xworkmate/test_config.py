@@ -64,6 +64,11 @@ EXPECTED_DEFAULTS = {
         "同意", "就这样",
     ),
     ("longrun", "trigger_phrases"): ("长任务模式", "进入长任务模式"),
+    ("delivery", "max_body_bytes"): 65536,
+    ("delivery", "retry_first"): timedelta(seconds=30),
+    ("delivery", "retry_max"): timedelta(hours=1),
+    ("delivery", "max_attempts"): 10,
+    ("delivery", "dispatch_grace"): timedelta(seconds=30),
     ("longrun", "progress_every"): timedelta(minutes=3),
     ("longrun", "idle"): timedelta(seconds=60),
     ("longrun", "stale"): timedelta(minutes=10),
@@ -78,9 +83,12 @@ def test_it_has_the_documented_default_for_every_key():
     assert schema_keys == set(EXPECTED_DEFAULTS)
     for (section, key), expected in EXPECTED_DEFAULTS.items():
         assert config.get(section, key) == expected, f"{section}.{key}"
-    assert config.delivery_channels == ()
+    # The built-in record channel, and every purpose routed to it.
+    assert [(c.name, c.kind) for c in config.delivery_channels] == [("record", "record")]
+    assert set(config.delivery_routes.values()) == {"record"}
     assert [(j.name, j.task, j.every, j.cron, j.enabled) for j in configured_jobs(config)] == [
         ("liveness", "xworkmate.liveness", timedelta(seconds=30), None, True),
+        ("delivery-dispatch", "xworkmate.delivery.dispatch", timedelta(seconds=10), None, True),
         ("task-run-history-purge", "xworkmate.purge_task_run_history", timedelta(hours=1), None, False),
     ]
     assert config.database_url == f"sqlite:///{HOME}/xworkmate.sqlite3"
@@ -116,8 +124,11 @@ roots = ["/srv/ws", "/srv/other"]
 progress_every = "1h30m"
 [[delivery.channels]]
 name = "ops"
+kind = "webhook"
 url = "https://hooks.example.org/x"
-timeout = "5s"
+read_timeout = "5s"
+[delivery.routes]
+"longrun.progress" = "ops"
 [[periodic_jobs]]
 name = "liveness"
 cron = "*/5 * * * *"
@@ -136,7 +147,9 @@ enabled = false
     assert config.workspace_roots == ("/srv/ws", "/srv/other")
     assert config.archive_root == "/srv/ws/archives"
     assert config.get("longrun", "progress_every") == timedelta(hours=1, minutes=30)
-    assert config.delivery_channels[0].timeout == timedelta(seconds=5)
+    assert config.delivery_channels[1].read_timeout == timedelta(seconds=5)
+    assert config.delivery_routes["longrun.progress"] == "ops"
+    assert config.delivery_routes["plans.run"] == "record"
     jobs = {j.name: j for j in configured_jobs(config)}
     # Setting cron on the built-in job replaces its every; the task is kept.
     assert (jobs["liveness"].task, jobs["liveness"].every, jobs["liveness"].cron) == (
@@ -173,12 +186,20 @@ enabled = false
         ("[longrun]\nstale = 10", "longrun.stale: must be a string (got 10)"),
         ("[longrun]\nblocked_after_failures = 0", "longrun.blocked_after_failures: must be an integer >= 1"),
         ("[longrun]\ntrigger_phrases = []", "longrun.trigger_phrases: must list at least one entry"),
-        ("[[delivery.channels]]\nurl = 'https://x.org'", "delivery.channels[0].name: required"),
-        ("[[delivery.channels]]\nname = 'a'\nurl = 'ftp://x'", "delivery.channels[0].url: must be an http:// or https:// URL"),
-        ("[[delivery.channels]]\nname = 'a'\nurl = 'https://x'\nkind = 'sms'", "delivery.channels[0].kind: must be one of webhook (got 'sms')"),
-        ("[[delivery.channels]]\nname = 'a'\nurl = 'https://x'\ncolour = 1", "delivery.channels[0].colour: unknown key"),
-        ("[[delivery.channels]]\nname = 'a'\nurl = 'https://x'\n[[delivery.channels]]\nname = 'a'\nurl = 'https://y'", "delivery.channels[1].name: duplicate channel name 'a'"),
-        ("[delivery]\nfoo = 1", "delivery: must contain only [[delivery.channels]] entries"),
+        ("[[delivery.channels]]\nkind = 'webhook'\nurl = 'https://x.org'", "delivery.channels[0].name: required"),
+        ("[[delivery.channels]]\nname = 'a'\nkind = 'webhook'\nurl = 'ftp://x'", "delivery.channels[0].url: must be an http:// or https:// URL"),
+        ("[[delivery.channels]]\nname = 'a'\nkind = 'webhook'", "delivery.channels[0].url: required for a webhook channel"),
+        ("[[delivery.channels]]\nname = 'a'\nurl = 'https://x'\nkind = 'sms'", "delivery.channels[0].kind: must be one of record, webhook, openclaw (got 'sms')"),
+        ("[[delivery.channels]]\nname = 'a'\nkind = 'webhook'\nurl = 'https://x'\ncolour = 1", "delivery.channels[0].colour: unknown key"),
+        ("[[delivery.channels]]\nname = 'a'\nkind = 'webhook'\nurl = 'https://x'\nbinary = 'x'", "delivery.channels[0].binary: not a key of a webhook channel"),
+        ("[[delivery.channels]]\nname = 'a'\nkind = 'webhook'\nurl = 'https://x'\n[[delivery.channels]]\nname = 'a'\nkind = 'webhook'\nurl = 'https://y'", "delivery.channels[1].name: duplicate channel name 'a'"),
+        ("[[delivery.channels]]\nname = 'record'\nkind = 'record'", "delivery.channels[0].name: duplicate channel name 'record'"),
+        ("[[delivery.channels]]\nname = 'oc'\nkind = 'openclaw'\nbinary = '/nonexistent/openclaw'\nsessions_index = '/dev/null'", "delivery.channels[0].binary: no executable '/nonexistent/openclaw'"),
+        ("[[delivery.channels]]\nname = 'oc'\nkind = 'openclaw'\nbinary = 'sh'\nsessions_index = '/nonexistent/sessions.json'", "delivery.channels[0].sessions_index: cannot read /nonexistent/sessions.json"),
+        ("[delivery]\nfoo = 1", "delivery.foo: unknown key"),
+        ("[delivery.routes]\n'plans.run' = 'nowhere'", "delivery.routes.plans.run: no channel named 'nowhere' (channels: record)"),
+        ("[delivery.routes]\n'plans.walk' = 'record'", "delivery.routes.plans.walk: unknown purpose (known: plans.run, longrun.progress, longrun.resume, longrun.recovery)"),
+        ("[delivery]\nmax_attempts = 0", "delivery.max_attempts: must be an integer >= 1 (got 0)"),
         ("[[periodic_jobs]]\nname = 'x'\nevery = '1m'", "periodic_jobs[x].task: required"),
         ("[[periodic_jobs]]\ntask = 'a.b'\nevery = '1m'", "periodic_jobs[0].name: required"),
         ("[[periodic_jobs]]\nname = 'Bad Name'\ntask = 'a.b'\nevery = '1m'", "periodic_jobs[0].name: must be lowercase letters"),
@@ -260,7 +281,7 @@ def test_it_validates_values_from_the_environment_and_says_so():
 
 
 def test_it_masks_secrets_when_showing_the_config():
-    config = parse('[[delivery.channels]]\nname = "a"\nurl = "https://x.org"\nsecret = "s3"\n', ENV)
+    config = parse('[[delivery.channels]]\nname = "a"\nkind = "webhook"\nurl = "https://x.org"\nsecret = "s3"\n', ENV)
     shown = effective_config(config, configured_jobs(config))
     text = repr(shown)
     for secret in ("pw", "rpw", "from-env", "django-from-env", "s3"):
@@ -269,7 +290,7 @@ def test_it_masks_secrets_when_showing_the_config():
     assert shown["broker"]["effective_url"] == f"redis://:{MASK}@cache:6379/0"
     assert shown["artifacts"]["ref_signing_secret"] == MASK
     assert shown["service"]["secret_key"] == MASK
-    assert shown["delivery"]["channels"][0]["secret"] == MASK
+    assert shown["delivery"]["channels"][1]["secret"] == MASK
     assert shown["longrun"]["progress_every"] == "3m"
     unmasked = effective_config(config, (), mask_secrets=False)
     assert unmasked["artifacts"]["ref_signing_secret"] == "from-env"

@@ -61,6 +61,15 @@ def test_a_cron_job_is_stale_after_two_missed_fires(cron, last, due_by, settings
 
 
 def _seen(**fields):
+    """Beat has scheduled every enabled job; `fields` describe liveness's ticks."""
+    from xworkmate.periodic import configured_jobs
+
+    for job in configured_jobs():
+        if job.enabled and job.name != "liveness":
+            PeriodicJobState.objects.create(
+                name=job.name, task=job.task, beat_seen_at=timezone.now(),
+                last_tick_at=timezone.now(), last_status="ok",
+            )
     defaults = {"task": "xworkmate.liveness", "beat_seen_at": timezone.now()}
     return PeriodicJobState.objects.create(name="liveness", **(defaults | fields))
 

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import importlib
+import math
+import re
 
 import pytest
 from django.urls import clear_url_caches
+from hypothesis import given
+from hypothesis import strategies as st
 
+from artifacts.engine.coerce import js_number, js_parse_int
+from artifacts.engine.schema import NUMERIC_STRING_PATTERN
 from xworkmate import methods as gateway
+from xworkmate.lib.wire import NOT_BLANK_PATTERN, js_trim
 
 
 @pytest.fixture
@@ -32,7 +39,11 @@ def test_the_schema_documents_the_gateway_and_each_method(reader, urls_with_test
     for name in urls_with_test_methods:
         operation = paths[f"/gateway/{name}"]["post"]
         assert operation["summary"].startswith("echo")
-        assert set(operation["responses"]) >= {"200", "400", "401", "403", "404", "409"}
+        # The statuses the method answers (echo declares its 409); its own path never 404s.
+        assert set(operation["responses"]) >= {"200", "400", "401", "403", "409", "500"}
+        assert "404" not in operation["responses"]
+    for generic in (paths["/gateway"]["post"], paths["/gateway/{method}"]["post"]):
+        assert set(generic["responses"]) >= {"200", "400", "401", "403", "404", "409", "500"}
     assert "ApiKey" in schema["components"]["securitySchemes"]
     # The method answers at its documented path.
     assert reader.post("/gateway/test.echo.read", {}).json()["ok"] is True
@@ -65,9 +76,16 @@ def test_the_schema_documents_the_six_contract_methods_with_their_params(reader)
         body = operation["requestBody"]["content"]["application/json"]["schema"]
         assert "runId" in body["properties"], name
     prepare = paths["/gateway/xworkmate.session.prepare"]["post"]["requestBody"]
-    assert prepare["content"]["application/json"]["schema"]["required"] == [
-        "appThreadKey", "openclawSessionKey", "runId",
-    ]
+    assert prepare["required"] is True
+    params = prepare["content"]["application/json"]["schema"]
+    # The mapping fields at the top level, or in an `xworkmate` / `xworkmateMetadata`
+    # object (§13.1): the top-level form requires all three, each envelope appThreadKey.
+    top_level, *envelopes = params["oneOf"]
+    assert top_level["required"] == ["appThreadKey", "openclawSessionKey", "runId"]
+    assert params["required"] == ["runId"]
+    for envelope, name in zip(envelopes, ("xworkmate", "xworkmateMetadata"), strict=True):
+        assert envelope["required"] == [name]
+        assert envelope["properties"][name]["required"] == ["appThreadKey"]
     for rest in ("/api/artifacts/download", "/api/artifacts/tool", "/api/gateway/native-tasks",
                  "/api/gateway/hooks/agent_end", "/api/gateway/hooks/session_start"):
         assert rest in paths, rest
@@ -80,3 +98,29 @@ def test_the_schema_generates_without_warnings(transactional_db, tmp_path):
     result = manage("spectacular", "--validate", "--fail-on-warn", "--file", str(tmp_path / "s.yaml"))
     assert result.returncode == 0, result.stderr
     assert "ApiKey" in (tmp_path / "s.yaml").read_text()
+
+
+# --- the schema's string rules are the service's own -------------------------------------
+
+_TEXT = st.text(
+    st.sampled_from("09.+-eExXoObBaf_Infity٣\x00 \t\n\u00a0\ufeff\u3000\x1c\x85") | st.characters(),
+    max_size=12,
+)
+
+
+@given(_TEXT)
+def test_a_numeric_string_of_the_schema_is_one_javascript_reads_as_a_number(text):
+    """D-A8: the engine takes exactly the strings the schema's pattern describes."""
+    described = re.search(NUMERIC_STRING_PATTERN, text) is not None
+    assert described == (not math.isnan(js_number(text))), repr(text)
+
+
+def test_unicode_digits_are_no_number_as_in_javascript():
+    assert math.isnan(js_number("٣")) and math.isnan(js_parse_int("٣"))
+
+
+@given(_TEXT)
+def test_a_not_blank_string_of_the_schema_is_one_the_service_keeps(text):
+    """Keys are trimmed as JavaScript trims (D-K7); a NUL is refused everywhere."""
+    described = re.search(NOT_BLANK_PATTERN, text) is not None
+    assert described == (js_trim(text) != "" and "\x00" not in text), repr(text)

@@ -55,7 +55,8 @@ def test_it_builds_beat_entries_that_go_through_the_runner(tmp_path):
         tmp_path,
     )
     schedule = beat_schedule(configured_jobs(config))
-    assert set(schedule) == {"liveness", "report"}  # disabled jobs are not scheduled
+    # Disabled jobs are not scheduled (task-run-history-purge and "off").
+    assert set(schedule) == {"liveness", "delivery-dispatch", "report"}
     assert schedule["liveness"] == {
         "task": RUNNER_TASK, "schedule": timedelta(seconds=30), "args": ("liveness",),
         "options": {"expires": 30.0},
@@ -66,7 +67,9 @@ def test_it_builds_beat_entries_that_go_through_the_runner(tmp_path):
 
 
 def test_the_apps_declare_their_default_jobs_and_the_file_overrides_them(tmp_path):
-    assert [job.name for job in default_jobs()][:2] == ["liveness", "task-run-history-purge"]
+    assert [job.name for job in default_jobs()][:3] == [
+        "liveness", "delivery-dispatch", "task-run-history-purge",
+    ]
     config = _config('[[periodic_jobs]]\nname = "task-run-history-purge"\nenabled = true\n', tmp_path)
     purge = {job.name: job for job in configured_jobs(config)}["task-run-history-purge"]
     assert (purge.task, purge.every, purge.enabled) == (

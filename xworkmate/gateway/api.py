@@ -14,7 +14,12 @@ import logging
 from typing import Any
 
 from django.utils import timezone
-from drf_spectacular.utils import extend_schema, extend_schema_serializer, inline_serializer
+from drf_spectacular.utils import (
+    extend_schema,
+    extend_schema_field,
+    extend_schema_serializer,
+    inline_serializer,
+)
 from rest_framework import serializers, status
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
@@ -28,7 +33,8 @@ from xworkmate.gateway.policies import task_string
 from xworkmate.gateway.services import native_task_upsert
 from xworkmate.lib.errors import GatewayError
 from xworkmate.lib.jstime import wire_time
-from xworkmate.lib.wire import KEY_MAX_LENGTH, js_trim
+from xworkmate.lib.wire import KEY_MAX_LENGTH, NOT_BLANK_PATTERN, WHITESPACE_CLASS, js_trim
+from xworkmate.openapi import api_error_responses
 from xworkmate.parsers import read_json_object
 
 logger = logging.getLogger("xworkmate.gateway")
@@ -48,13 +54,34 @@ def _object(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-_HOOK_REQUEST = inline_serializer(
-    "HookRequest",
-    {
-        "event": serializers.DictField(help_text="the hook's event object"),
-        "ctx": serializers.DictField(required=False, help_text="the hook's context object"),
+# The hooks never fail their caller (D-A14): any body at all is answered 200,
+# what is not usable only shows as `false`. So nothing here is typed or required.
+_HOOK_ANY = "read when it is an object; anything else counts as `{}`"
+_SESSION_START_BODY = {
+    "description": "Any body is answered 200 (D-A14); a body that is refused (not JSON, too "
+    "large, a NUL...) is logged and the answer says `false`.",
+    "properties": {
+        "event": {
+            "description": "the session's start: `openclawSessionKey` and `runId` prepare the "
+            "task scope, `appThreadKey` also records the mapping (`source: session_start`); "
+            "`workspaceDir`, `expectedArtifactDirs`, `artifactScope` and `schemaVersion` as in "
+            "session.prepare. When it has a `context`, that object is read instead. "
+            f"{_HOOK_ANY}",
+        }
     },
-)
+}
+_AGENT_END_BODY = {
+    "description": _SESSION_START_BODY["description"],
+    "properties": {
+        "event": {
+            "description": "`runId`, `success` (true records `completed`, anything else "
+            "`failed`), `messages` (the last assistant text is the output) and `error`; "
+            f"{_HOOK_ANY}",
+        },
+        "ctx": {"description": f"`sessionKey` (else the event's) and `runId`; {_HOOK_ANY}"},
+    },
+}
+_HOOK_ERRORS = api_error_responses({403: "the API key lacks `gateway:write`", 411: ""})
 
 
 class SessionStartHookView(APIView):
@@ -66,7 +93,7 @@ class SessionStartHookView(APIView):
     @extend_schema(
         operation_id="hook_session_start",
         summary="Hook session_start: prepare the task scope and record the mapping",
-        request=_HOOK_REQUEST,
+        request={"application/json": _SESSION_START_BODY},
         responses={
             200: inline_serializer(
                 "SessionStartHookAnswer",
@@ -75,7 +102,8 @@ class SessionStartHookView(APIView):
                     "prepared": serializers.BooleanField(),
                     "mapped": serializers.BooleanField(),
                 },
-            )
+            ),
+            **_HOOK_ERRORS,
         },
         tags=["gateway hooks"],
     )
@@ -94,12 +122,13 @@ class AgentEndHookView(APIView):
     @extend_schema(
         operation_id="hook_agent_end",
         summary="Hook agent_end: record the terminal run state and final assistant text",
-        request=_HOOK_REQUEST,
+        request={"application/json": _AGENT_END_BODY},
         responses={
             200: inline_serializer(
                 "AgentEndHookAnswer",
                 {"ok": serializers.BooleanField(), "recorded": serializers.BooleanField()},
-            )
+            ),
+            **_HOOK_ERRORS,
         },
         tags=["gateway hooks"],
     )
@@ -111,16 +140,65 @@ class AgentEndHookView(APIView):
         return Response({"ok": True, "recorded": result.recorded})
 
 
-class _StringField(serializers.CharField):
-    """A CharField that refuses a number instead of turning it into text: a key is a string."""
+@extend_schema_field(
+    {"type": "string", "pattern": NOT_BLANK_PATTERN, "maxLength": KEY_MAX_LENGTH}
+)
+class _KeyField(serializers.CharField):
+    """A session key: a string (a number is refused, not turned into text), not blank
+    once trimmed as JavaScript trims (D-K7), at most KEY_MAX_LENGTH characters."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        # Trimmed once, as JavaScript trims, not by DRF's str.strip.
+        super().__init__(max_length=KEY_MAX_LENGTH, trim_whitespace=False, **kwargs)
 
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
             self.fail("invalid")
-        return str(super().to_internal_value(data))
+        text = str(super().to_internal_value(data))
+        if not js_trim(text):
+            self.fail("blank")
+        return text
 
 
 _STATUSES = ", ".join(s for s, _ in NativeTask.STATUSES)
+# taskState.ts `optionalString`: a task id is a string ("<nil>" means none), or a
+# number or boolean read as its text.
+_NOT_NIL = f"^(?![{WHITESPACE_CLASS}]*<nil>[{WHITESPACE_CLASS}]*$)"
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "required": ["taskId", "status"],
+        "properties": {
+            "taskId": {
+                "description": "a string, or a number or boolean read as its text; at most "
+                f"{KEY_MAX_LENGTH} characters once trimmed",
+                "anyOf": [
+                    {
+                        "type": "string",
+                        "pattern": _NOT_NIL + NOT_BLANK_PATTERN[1:],
+                        "maxLength": KEY_MAX_LENGTH,
+                    },
+                    {"type": "number"},
+                    {"type": "boolean"},
+                ],
+            },
+            "status": {"type": "string", "enum": [s for s, _ in NativeTask.STATUSES]},
+            "runId": {
+                "type": "string",
+                "nullable": True,
+                "maxLength": KEY_MAX_LENGTH,
+                "description": "the run; an agent key's own run when it sends none",
+            },
+        },
+        "additionalProperties": True,
+    }
+)
+class _TaskField(serializers.DictField):
+    """The record: a JSON object, checked by the serializer's validate_task."""
+
+
 AGENT_OWN_RUN_ONLY = "an agent key records native tasks of its own session and run only"
 
 
@@ -132,9 +210,8 @@ class NativeTaskUpsertView(APIView):
 
     @extend_schema_serializer(component_name="NativeTaskUpsertInput")
     class InputSerializer(serializers.Serializer):  # type: ignore[type-arg]
-        # Trimmed once, as JavaScript trims (D-K7), not by DRF's str.strip.
-        sessionKey = _StringField(max_length=KEY_MAX_LENGTH, trim_whitespace=False)
-        task = serializers.DictField(
+        sessionKey = _KeyField()
+        task = _TaskField(
             help_text="the registry record, returned as `task` by tasks.get; "
             f"needs taskId and status ({_STATUSES}), may carry runId"
         )
@@ -183,8 +260,22 @@ class NativeTaskUpsertView(APIView):
     @extend_schema(
         operation_id="native_task_upsert",
         summary="Upsert a native (OpenClaw task registry) task record",
+        description="Scope `gateway:write`. 201 when the record is new, 200 otherwise. "
+        "An agent key records tasks of its own session and run only.",
         request=InputSerializer,
-        responses={200: OutputSerializer, 201: OutputSerializer},
+        responses={
+            200: OutputSerializer,
+            201: OutputSerializer,
+            **api_error_responses(
+                {
+                    400: "",
+                    403: "the API key lacks `gateway:write`, or an agent key names another "
+                    "session or run",
+                    411: "",
+                    415: "",
+                }
+            ),
+        },
         tags=["gateway"],
     )
     def post(self, request: Request) -> Response:

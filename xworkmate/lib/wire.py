@@ -12,13 +12,26 @@ from __future__ import annotations
 
 from xworkmate.lib.errors import GatewayError
 
-__all__ = ["JS_WHITESPACE", "KEY_MAX_LENGTH", "check_max_length", "js_trim"]
+__all__ = [
+    "JS_WHITESPACE",
+    "KEY_MAX_LENGTH",
+    "NOT_BLANK_PATTERN",
+    "WHITESPACE_CLASS",
+    "check_max_length",
+    "js_trim",
+]
 
 # ECMAScript WhiteSpace + LineTerminator: exactly what String.prototype.trim removes.
 JS_WHITESPACE = (
     "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
     "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 )
+
+# JS_WHITESPACE as the body of an ECMAScript regex character class, and the
+# pattern of a string that is not blank once trimmed and holds no NUL: how the
+# API's JSON Schemas (OpenAPI) describe the strings the service trims.
+WHITESPACE_CLASS = "".join(f"\\u{ord(char):04x}" for char in JS_WHITESPACE)
+NOT_BLANK_PATTERN = f"^[^\\u0000]*[^\\u0000{WHITESPACE_CLASS}][^\\u0000]*$"
 
 # Longest session key, app thread key, run id or task id the service accepts.
 # Callers refuse longer ones with a message naming the field, so no database

@@ -1,0 +1,160 @@
+"""The `record` channel's two endpoints: the bridge fetches pending messages and acks each.
+
+- `GET /api/delivery/pending?sessionKey=…` (delivery:read): the messages waiting for
+  that session, oldest first.
+- `POST /api/delivery/<id>/ack` (delivery:write): the bridge put it into the
+  session; only this makes a record message `sent`.
+
+An agent key (bound to a session) sees and acknowledges its own session's
+messages only; another session is refused, a message of one is not found.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils import timezone
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    inline_serializer,
+)
+from rest_framework import serializers
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from xworkmate.auth import HasScope, request_key
+from xworkmate.delivery.models import Message
+from xworkmate.delivery.selectors import pending_for_session, record_channels
+from xworkmate.delivery.services import message_acknowledge
+from xworkmate.lib.jstime import wire_time
+from xworkmate.lib.wire import KEY_MAX_LENGTH, NOT_BLANK_PATTERN, js_trim
+from xworkmate.openapi import api_error_responses
+
+MAX_FETCH = 100
+_MAX_ID = 2**63 - 1
+OTHER_SESSION = "an agent key fetches and acknowledges its own session's messages only"
+
+
+class MessageSerializer(serializers.Serializer[Message]):
+    """A message as the bridge gets it (the same fields as the webhook's body)."""
+
+    id = serializers.IntegerField()
+    purpose = serializers.CharField()
+    sessionKey = serializers.CharField(source="target")
+    message = serializers.CharField(source="body")
+    messageHash = serializers.CharField(source="body_hash")
+    idempotencyKey = serializers.CharField(source="idempotency_key")
+    createdAt = serializers.SerializerMethodField()
+
+    def get_createdAt(self, message: Message) -> str:
+        return wire_time(message.created_at)
+
+
+def _session_of(request: Request, named: str) -> str:
+    key = request_key(request)
+    if key is not None and key.is_bound:
+        if named and named != key.bound_session_key:
+            raise PermissionDenied(OTHER_SESSION)
+        return key.bound_session_key
+    if not named:
+        raise ValidationError({"sessionKey": "required, the session whose messages to fetch"})
+    return named
+
+
+class PendingMessagesApi(APIView):
+    permission_classes = [HasScope]
+    required_scope = "delivery:read"
+
+    @extend_schema(
+        operation_id="delivery_pending",
+        summary="Messages waiting for a session (the record channel)",
+        parameters=[
+            OpenApiParameter(
+                "sessionKey",
+                {"type": "string", "pattern": NOT_BLANK_PATTERN, "maxLength": KEY_MAX_LENGTH},
+                required=True,
+                description=(
+                    "the session whose messages to fetch; an agent key may leave it out "
+                    "(its own session), and may name no other"
+                ),
+            ),
+            OpenApiParameter(
+                "limit",
+                {"type": "integer", "minimum": 1, "maximum": MAX_FETCH},
+                required=False,
+                description=f"at most this many, oldest first (default {MAX_FETCH})",
+            ),
+        ],
+        responses={
+            200: inline_serializer("PendingMessages", {"messages": MessageSerializer(many=True)}),
+            **api_error_responses(
+                {
+                    400: "a missing or blank sessionKey, or a limit out of range",
+                    403: "the key lacks `delivery:read`, or an agent key names another session",
+                }
+            ),
+            414: OpenApiResponse(
+                description="a request line longer than the web server takes (gunicorn: 4094 "
+                "bytes), refused in plain text before the service sees it"
+            ),
+        },
+        tags=["delivery"],
+    )
+    def get(self, request: Request) -> Response:
+        named = js_trim(request.query_params.get("sessionKey", ""))
+        if len(named) > KEY_MAX_LENGTH:
+            raise ValidationError({"sessionKey": f"must be at most {KEY_MAX_LENGTH} characters"})
+        raw_limit = request.query_params.get("limit", str(MAX_FETCH))
+        if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= MAX_FETCH:
+            raise ValidationError({"limit": f"must be an integer from 1 to {MAX_FETCH}"})
+        session = _session_of(request, named)
+        rows = pending_for_session(session, limit=int(raw_limit))
+        return Response({"messages": [MessageSerializer(row).data for row in rows]})
+
+
+class AcknowledgeMessageApi(APIView):
+    permission_classes = [HasScope]
+    required_scope = "delivery:write"
+
+    @extend_schema(
+        operation_id="delivery_ack",
+        summary="Acknowledge a fetched message: it is in the session (the record channel)",
+        request=None,
+        responses={
+            200: inline_serializer(
+                "Acknowledged",
+                {
+                    "id": serializers.IntegerField(),
+                    "status": serializers.CharField(),
+                    "acknowledged": serializers.BooleanField(
+                        help_text="false when it had been acknowledged before"
+                    ),
+                },
+            ),
+            **api_error_responses(
+                {
+                    403: "the API key lacks `delivery:write`",
+                    404: "no record message with this id (for an agent key: of its session)",
+                }
+            ),
+        },
+        tags=["delivery"],
+    )
+    def post(self, request: Request, message_id: int) -> Response:
+        if message_id > _MAX_ID:  # beyond the id column: no such message (and no SQL error)
+            raise NotFound(f"no record message {message_id} for this key")
+        visible: Any = Message.objects.filter(pk=message_id, channel__in=record_channels())
+        key = request_key(request)
+        if key is not None and key.is_bound:
+            visible = visible.filter(target=key.bound_session_key)
+        message = visible.first()
+        if message is None:
+            raise NotFound(f"no record message {message_id} for this key")
+        acknowledged = message_acknowledge(
+            message=message, by=f"api-key:{key.name if key else 'unknown'}", now=timezone.now()
+        )
+        return Response({"id": message.pk, "status": Message.SENT, "acknowledged": acknowledged})

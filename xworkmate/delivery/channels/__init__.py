@@ -1,0 +1,1 @@
+"""Delivery channels: small modules behind one interface (channels.base.Channel)."""

@@ -1,0 +1,143 @@
+"""The outbox: one row per message the service sends, and one per attempt to send it."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from xworkmate.lib.wire import KEY_MAX_LENGTH
+
+
+class Message(models.Model):
+    """One message, from the state change that caused it to the channel's last answer.
+
+    `status` says only what the channel confirmed (D-B10): `pending` (not sent
+    yet, or waiting for the bridge to fetch and acknowledge it), `sent` (the
+    receiver confirmed it), `unknown` (a send was started and its outcome is not
+    known: a timeout, or a worker that died mid-send) and `failed` (it did not
+    arrive). `next_attempt_at` is when a dispatcher may send it (again); None
+    means never by itself: sent, waiting for an acknowledgement, or given up.
+    """
+
+    PENDING = "pending"
+    SENT = "sent"
+    UNKNOWN = "unknown"
+    FAILED = "failed"
+    STATUSES = (
+        (PENDING, _("pending")),
+        (SENT, _("sent")),
+        (UNKNOWN, _("unknown")),
+        (FAILED, _("failed")),
+    )
+
+    purpose = models.CharField(_("purpose"), max_length=64)
+    channel = models.CharField(_("channel"), max_length=64)
+    target = models.CharField(_("target session"), max_length=KEY_MAX_LENGTH)
+    body = models.TextField(_("body"))
+    body_hash = models.CharField(_("body SHA-256"), max_length=64)
+    idempotency_key = models.CharField(_("idempotency key"), max_length=KEY_MAX_LENGTH)
+    status = models.CharField(_("status"), max_length=16, choices=STATUSES, default=PENDING)
+    attempt_count = models.PositiveIntegerField(_("attempts"), default=0)
+    next_attempt_at = models.DateTimeField(_("next attempt at"), null=True, blank=True)
+    last_error = models.TextField(_("last error"), blank=True)
+    created_at = models.DateTimeField(_("created at"), default=timezone.now)
+    updated_at = models.DateTimeField(_("updated at"), default=timezone.now)
+    sent_at = models.DateTimeField(_("sent at"), null=True, blank=True)
+    # A person asked for another send (admin action); the next attempt records who.
+    resend_requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("re-send requested by"),
+    )
+
+    class Meta:
+        verbose_name = _("outbox message")
+        verbose_name_plural = _("outbox messages")
+        ordering = ("-created_at", "-id")
+        indexes = [
+            # The dispatcher's question: what is due now?
+            models.Index(fields=["next_attempt_at"], name="delivery_message_due"),
+            # The bridge's question: what waits for this session?
+            models.Index(fields=["target", "status"], name="delivery_message_target"),
+            models.Index(fields=["status", "created_at"], name="delivery_message_status"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["purpose", "target", "idempotency_key"], name="delivery_message_once"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(updated_at__gte=models.F("created_at")),
+                name="delivery_message_updated_after_created",
+            ),
+            # Sent exactly when confirmed, and then never sent again by itself.
+            models.CheckConstraint(
+                condition=(
+                    models.Q(status="sent", sent_at__isnull=False, next_attempt_at__isnull=True)
+                    | (~models.Q(status="sent") & models.Q(sent_at__isnull=True))
+                ),
+                name="delivery_message_sent_consistent",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.purpose} → {self.target} ({self.status})"
+
+
+class Attempt(models.Model):
+    """One send of a message: when it started and ended, and what the channel answered.
+
+    An attempt without `finished_at` is one whose worker never came back (its
+    message stays `unknown`).
+    """
+
+    OUTCOMES = (
+        ("sent", _("sent")),
+        ("unknown", _("unknown")),
+        ("failed", _("failed")),
+        ("acknowledged", _("acknowledged")),
+    )
+
+    message = models.ForeignKey(
+        Message, on_delete=models.CASCADE, related_name="attempts", verbose_name=_("message")
+    )
+    number = models.PositiveIntegerField(_("number"))
+    channel = models.CharField(_("channel"), max_length=64)
+    started_at = models.DateTimeField(_("started at"))
+    finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
+    outcome = models.CharField(_("outcome"), max_length=16, choices=OUTCOMES, blank=True)
+    detail = models.TextField(_("detail"), blank=True)
+    by = models.CharField(
+        _("by"),
+        max_length=200,
+        blank=True,
+        help_text=_("Who caused it: a worker, the dispatch job, a person re-sending, a key's ack."),
+    )
+    resent_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("re-sent by"),
+    )
+
+    class Meta:
+        verbose_name = _("delivery attempt")
+        verbose_name_plural = _("delivery attempts")
+        ordering = ("message", "number")
+        constraints = [
+            models.UniqueConstraint(fields=["message", "number"], name="delivery_attempt_once"),
+            models.CheckConstraint(
+                condition=models.Q(finished_at__isnull=True)
+                | models.Q(finished_at__gte=models.F("started_at")),
+                name="delivery_attempt_finished_after_started",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.number} {self.outcome or 'in flight'}"

@@ -1,0 +1,40 @@
+"""Reads of the outbox."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.conf import settings
+from django.db.models import Count, Min, QuerySet
+
+from xworkmate.delivery.models import Message
+
+__all__ = ["outbox_summary", "pending_for_session", "record_channels"]
+
+
+def record_channels() -> list[str]:
+    return [c.name for c in settings.XWORKMATE.delivery_channels if c.kind == "record"]
+
+
+def pending_for_session(session_key: str, *, limit: int) -> QuerySet[Message]:
+    """The messages waiting for the bridge to fetch them into `session_key`, oldest first."""
+    return Message.objects.filter(
+        target=session_key, status=Message.PENDING, channel__in=record_channels()
+    ).order_by("created_at", "id")[:limit]
+
+
+def outbox_summary(now: datetime) -> dict[str, object]:
+    """For /healthz: counts by status and the age of the oldest message not yet sent."""
+    counts = dict(
+        Message.objects.values_list("status").annotate(n=Count("id")).values_list("status", "n")
+    )
+    oldest = Message.objects.filter(status=Message.PENDING).aggregate(oldest=Min("created_at"))
+    created = oldest["oldest"]
+    return {
+        "pending": counts.get(Message.PENDING, 0),
+        "unknown": counts.get(Message.UNKNOWN, 0),
+        "failed": counts.get(Message.FAILED, 0),
+        "oldest_pending_age_seconds": (
+            round((now - created).total_seconds(), 1) if created is not None else None
+        ),
+    }

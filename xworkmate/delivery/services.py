@@ -1,0 +1,364 @@
+"""The outbox's write path: enqueue, claim, record what the channel answered, acknowledge.
+
+Every message goes through one life: `outbox_enqueue` writes it in the
+caller's transaction; a worker (on commit) or the dispatch job claims it and
+sends it through its channel; `message_record_outcome` writes what the channel
+answered and runs the purpose's outcome handlers in that same transaction.
+The `record` channel is not pushed: the bridge fetches and acknowledges.
+
+Claiming marks the message `unknown` before anything is sent, and commits:
+a worker that dies mid-send leaves it unknown, never sent, and no second
+dispatcher takes it meanwhile (row locks with SKIP LOCKED decide who claims).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.db.models import Q, QuerySet
+
+from xworkmate.config import DELIVERY_PURPOSES, DeliveryChannel
+from xworkmate.delivery.channels.base import Channel, Envelope, Outcome, Result
+from xworkmate.delivery.channels.registry import build_channel
+from xworkmate.delivery.models import Attempt, Message
+from xworkmate.delivery.policies import RetryRules, after_send, body_hash
+from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.wire import check_max_length, js_trim
+
+logger = logging.getLogger(__name__)
+
+DELIVER_TASK = "xworkmate.delivery.deliver"
+
+__all__ = [
+    "DELIVER_TASK",
+    "Claimed",
+    "DeliveryError",
+    "OutcomeHandler",
+    "channel_config",
+    "message_acknowledge",
+    "message_claim",
+    "message_record_outcome",
+    "message_request_resend",
+    "message_send",
+    "outbox_enqueue",
+    "register_outcome_handler",
+    "retry_rules",
+    "unregister_outcome_handler",
+]
+
+
+class DeliveryError(GatewayError):
+    """Bad input to the outbox; the message names the field and the rule."""
+
+
+# --- outcome handlers -----------------------------------------------------------------
+
+OutcomeHandler = Callable[[Message, Outcome, bool], None]
+_HANDLERS: dict[str, list[OutcomeHandler]] = {}
+
+
+def register_outcome_handler(purpose: str, handler: OutcomeHandler) -> None:
+    """Run `handler(message, outcome, final)` each time a send of `purpose` is answered.
+
+    It runs inside the transaction that writes the message's new status, so the
+    caller's bookkeeping (a long task's progress marked sent, a plan run's
+    delivery outcome) commits or rolls back with it. An exception rolls both back.
+    """
+    if purpose not in DELIVERY_PURPOSES:
+        raise ValueError(f"unknown delivery purpose {purpose!r}")
+    _HANDLERS.setdefault(purpose, []).append(handler)
+
+
+def unregister_outcome_handler(purpose: str, handler: OutcomeHandler) -> None:
+    if handler in _HANDLERS.get(purpose, []):
+        _HANDLERS[purpose].remove(handler)
+
+
+def _run_handlers(message: Message, outcome: Outcome, final: bool) -> None:
+    for handler in _HANDLERS.get(message.purpose, ()):
+        handler(message, outcome, final)
+
+
+# --- configuration ---------------------------------------------------------------------
+
+
+def channel_config(name: str) -> DeliveryChannel:
+    for channel in settings.XWORKMATE.delivery_channels:
+        if channel.name == name:
+            return channel
+    raise DeliveryError(f"channel: no channel named {name!r} in the config")
+
+
+def _channel(name: str) -> Channel:
+    return build_channel(channel_config(name))
+
+
+def retry_rules() -> RetryRules:
+    config = settings.XWORKMATE
+    return RetryRules(
+        first=config.get("delivery", "retry_first"),
+        maximum=config.get("delivery", "retry_max"),
+        max_attempts=config.get("delivery", "max_attempts"),
+        unknown_cooldown=config.get("longrun", "unknown_cooldown"),
+    )
+
+
+def _is_pushed(channel_name: str) -> bool:
+    return channel_config(channel_name).kind != "record"
+
+
+# --- enqueue -------------------------------------------------------------------------
+
+
+def _checked(purpose: str, target: str, body: str, idempotency_key: str) -> tuple[str, str, str]:
+    if purpose not in DELIVERY_PURPOSES:
+        known = ", ".join(DELIVERY_PURPOSES)
+        raise DeliveryError(f"purpose: must be one of {known} (got {purpose!r})")
+    target = js_trim(target) if isinstance(target, str) else ""
+    if not target:
+        raise DeliveryError("target: required, the session key the message is for")
+    check_max_length("target", target, error=DeliveryError)
+    key = js_trim(idempotency_key) if isinstance(idempotency_key, str) else ""
+    if not key:
+        raise DeliveryError("idempotency_key: required, the same for every enqueue of one message")
+    check_max_length("idempotency_key", key, error=DeliveryError)
+    if not isinstance(body, str) or not body.strip():
+        raise DeliveryError("body: required, the message text")
+    limit = int(settings.XWORKMATE.get("delivery", "max_body_bytes"))
+    if len(body.encode("utf-8", "surrogatepass")) > limit:
+        raise DeliveryError(
+            f"body: must be at most {limit} bytes of UTF-8 (delivery.max_body_bytes)"
+        )
+    if "\0" in body or any(0xD800 <= ord(c) <= 0xDFFF for c in body):
+        raise DeliveryError("body: must not contain a NUL character or a lone surrogate")
+    return target, body, key
+
+
+def outbox_enqueue(
+    *, purpose: str, target: str, body: str, idempotency_key: str, now: datetime
+) -> Message:
+    """Write one message in the caller's transaction; the same key again returns the first.
+
+    Nothing is sent before the transaction commits: if it rolls back, the message
+    never existed; if it commits, a worker is asked to send it at once, and the
+    dispatch job sends it after `delivery.dispatch_grace` if no worker did.
+    """
+    target, body, key = _checked(purpose, target, body, idempotency_key)
+    channel_name = settings.XWORKMATE.delivery_routes[purpose]
+    pushed = _is_pushed(channel_name)
+    grace = settings.XWORKMATE.get("delivery", "dispatch_grace")
+    try:
+        # A savepoint: a concurrent enqueue of the same message must not break
+        # the caller's transaction; the unique key decides, and both get one row.
+        with transaction.atomic():
+            message = Message.objects.create(
+                purpose=purpose,
+                channel=channel_name,
+                target=target,
+                body=body,
+                body_hash=body_hash(body),
+                idempotency_key=key,
+                next_attempt_at=now + grace if pushed else None,
+                created_at=now,
+                updated_at=now,
+            )
+    except IntegrityError:
+        return Message.objects.get(purpose=purpose, target=target, idempotency_key=key)
+    if pushed:
+        message_id = message.pk
+        transaction.on_commit(lambda: _ask_a_worker(message_id))
+    return message
+
+
+def _ask_a_worker(message_id: int) -> None:
+    from celery import current_app
+
+    # By name: the task module imports this one. A lost message is no loss:
+    # the dispatch job sends what no worker started within the grace.
+    try:
+        current_app.send_task(DELIVER_TASK, args=[message_id])
+    except Exception:  # the broker is down: the dispatch job will send it
+        logger.warning(
+            "could not queue message %s; the dispatch job will send it", message_id, exc_info=True
+        )
+
+
+# --- claim, send, record --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Claimed:
+    envelope: Envelope
+    channel: str
+
+
+def _due(now: datetime) -> Q:
+    """What a dispatcher may send now: pending or failed and due, or unknown and due
+    (only messages on channels that de-duplicate get a due time after an unknown)."""
+    return Q(next_attempt_at__lte=now) & Q(
+        status__in=(Message.PENDING, Message.FAILED, Message.UNKNOWN)
+    )
+
+
+def _claimable(message_id: int | None, now: datetime) -> QuerySet[Message]:
+    locked = Message.objects.select_for_update(skip_locked=True)
+    if message_id is not None:
+        # The worker asked at enqueue: a new message, whatever its grace.
+        return locked.filter(pk=message_id, status=Message.PENDING).exclude(next_attempt_at=None)
+    return locked.filter(_due(now)).order_by("next_attempt_at", "id")
+
+
+def message_claim(*, message_id: int | None, now: datetime, by: str) -> Claimed | None:
+    """Take one message to send (that one, or the most overdue); None when there is none.
+
+    The message turns `unknown` with the attempt recorded before anything is
+    sent, and the claim commits: see the module docstring.
+    """
+    cooldown = settings.XWORKMATE.get("longrun", "unknown_cooldown")
+    with transaction.atomic():
+        message = _claimable(message_id, now).first()
+        if message is None:
+            return None
+        number = message.attempt_count + 1
+        Attempt.objects.create(
+            message=message,
+            number=number,
+            channel=message.channel,
+            started_at=now,
+            by=by,
+            resent_by_id=message.resend_requested_by_id,
+        )
+        Message.objects.filter(pk=message.pk).update(
+            status=Message.UNKNOWN,
+            attempt_count=number,
+            # The lease: nobody claims it again before the cooldown, and then
+            # only when its channel de-duplicates (after_send decides the rest).
+            next_attempt_at=now + cooldown if _channel(message.channel).deduplicates else None,
+            resend_requested_by=None,
+            updated_at=max(now, message.created_at),
+        )
+    envelope = Envelope(
+        message_id=message.pk,
+        purpose=message.purpose,
+        target=message.target,
+        body=message.body,
+        body_hash=message.body_hash,
+        idempotency_key=message.idempotency_key,
+        attempt=number,
+        created_at=message.created_at,
+    )
+    return Claimed(envelope=envelope, channel=message.channel)
+
+
+def message_send(claimed: Claimed) -> Result:
+    """Send a claimed message through its channel (outside any transaction)."""
+    channel = _channel(claimed.channel)
+    try:
+        return channel.send(claimed.envelope)
+    # A channel bug must not leave the attempt open: it is an unknown outcome.
+    except Exception as exc:
+        logger.exception(
+            "channel %s raised while sending message %s",
+            claimed.channel,
+            claimed.envelope.message_id,
+        )
+        return Result(Outcome.UNKNOWN, f"the channel raised {type(exc).__name__}: {exc}")
+
+
+def message_record_outcome(*, claimed: Claimed, result: Result, now: datetime) -> Message:
+    """Write what the channel answered for the attempt `claimed`, and run the handlers."""
+    message_id, number = claimed.envelope.message_id, claimed.envelope.attempt
+    with transaction.atomic():
+        message = Message.objects.select_for_update().get(pk=message_id)
+        Attempt.objects.filter(message_id=message_id, number=number).update(
+            finished_at=now, outcome=result.outcome.value, detail=result.detail
+        )
+        if message.attempt_count != number or message.status == Message.SENT:
+            # A later attempt (after this one outlived its lease) or an ack owns
+            # the status now; this answer stays in the attempt's record only.
+            return message
+        state = after_send(
+            result.outcome,
+            attempt=number,
+            deduplicates=_channel(message.channel).deduplicates,
+            rules=retry_rules(),
+            now=now,
+        )
+        message.status = state.status
+        message.next_attempt_at = state.next_attempt_at
+        message.sent_at = now if state.status == Message.SENT else None
+        message.last_error = "" if state.status == Message.SENT else result.detail
+        message.updated_at = max(now, message.created_at)
+        message.save(
+            update_fields=["status", "next_attempt_at", "sent_at", "last_error", "updated_at"]
+        )
+        _run_handlers(message, result.outcome, state.final)
+    return message
+
+
+def message_acknowledge(*, message: Message, by: str, now: datetime) -> bool:
+    """The bridge put a `record` message into its session: it is sent. False if it was already."""
+    with transaction.atomic():
+        locked = Message.objects.select_for_update().get(pk=message.pk)
+        if locked.status == Message.SENT:
+            return False
+        number = locked.attempt_count + 1
+        Attempt.objects.create(
+            message=locked,
+            number=number,
+            channel=locked.channel,
+            started_at=now,
+            finished_at=now,
+            outcome="acknowledged",
+            by=by,
+        )
+        locked.status = Message.SENT
+        locked.attempt_count = number
+        locked.sent_at = now
+        locked.next_attempt_at = None
+        locked.last_error = ""
+        locked.updated_at = max(now, locked.created_at)
+        locked.save(
+            update_fields=[
+                "status", "attempt_count", "sent_at", "next_attempt_at", "last_error", "updated_at",
+            ]
+        )
+        _run_handlers(locked, Outcome.SENT, True)
+    return True
+
+
+def message_request_resend(
+    *, message: Message, user: AbstractBaseUser | None, now: datetime
+) -> bool:
+    """A person asks for another send of an unknown or failed message; records who.
+
+    Refused (False) while the last attempt may still be under way (started less
+    than `longrun.unknown_cooldown` ago and not finished): a second send beside it
+    could deliver the message twice on a channel that does not de-duplicate.
+    """
+    if message.status not in (Message.UNKNOWN, Message.FAILED):
+        return False
+    cooldown = settings.XWORKMATE.get("longrun", "unknown_cooldown")
+    if message.attempts.filter(finished_at__isnull=True, started_at__gt=now - cooldown).exists():
+        return False
+    pushed = _is_pushed(message.channel)
+    changed = Message.objects.filter(
+        pk=message.pk, status__in=(Message.UNKNOWN, Message.FAILED)
+    ).update(
+        status=Message.PENDING,
+        next_attempt_at=now if pushed else None,
+        resend_requested_by=user,
+        updated_at=max(now, message.created_at),
+    )
+    if changed and pushed:
+        message_id = message.pk
+        transaction.on_commit(lambda: _ask_a_worker(message_id))
+    return bool(changed)
+
+
