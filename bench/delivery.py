@@ -389,7 +389,7 @@ def main() -> int:
 
     from xworkmate.delivery.models import Message
 
-    expected = args.messages + 20 + 2 * sum(10 * k + 2 * args.messages for k in phases)
+    expected = args.messages + 20 + sum(10 * k + 2 * args.messages for k in phases)
     print(
         f"webhook to a local receiver, {args.messages} messages per row, PostgreSQL + Redis, "
         f"{os.cpu_count()} CPUs; receiver got {received.value} requests (expected {expected}), "
