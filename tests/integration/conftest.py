@@ -7,12 +7,15 @@ a green run always means the real services were used.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -112,3 +115,41 @@ def celery_processes(real_services: None, tmp_path: Path) -> Iterator[CeleryProc
     processes = CeleryProcesses(tmp_path)
     yield processes
     processes.stop()
+
+
+@contextlib.contextmanager
+def running_gunicorn(tmp_path: Path, config_text: str, *, workers: int) -> Iterator[str]:
+    """gunicorn serving the service on PostgreSQL with `config_text`; yields its base URL.
+
+    Its log is tmp_path / "gunicorn.log"; it stops when the block ends.
+    """
+    config = tmp_path / "xworkmate.toml"
+    config.write_text(config_text, encoding="utf-8")
+    port = free_port()
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "xworkmate.settings",
+           "XWORKMATE_CONFIG": str(config), "XWORKMATE_HOME": str(tmp_path / "home"),
+           "DATABASE_URL": database_url()}
+    with (tmp_path / "gunicorn.log").open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "xworkmate.wsgi:application", "--bind",
+             f"127.0.0.1:{port}", "--workers", str(workers),
+             "--control-socket", str(tmp_path / "gunicorn.ctl")],
+            cwd=ROOT, env=env, stdout=out, stderr=out,
+        )
+    base = f"http://127.0.0.1:{port}"
+
+    def up() -> bool:
+        try:
+            urllib.request.urlopen(base + "/healthz", timeout=2)
+        except urllib.error.HTTPError:
+            return True  # 503 is fine here: no beat runs in these tests
+        except OSError:
+            return False
+        return True
+
+    try:
+        wait_for(up, timeout=60, what="gunicorn to answer")
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

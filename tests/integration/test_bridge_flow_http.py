@@ -9,8 +9,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -19,8 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT
-from tests.integration.conftest import database_url, free_port, wait_for
+from tests.integration.conftest import running_gunicorn
 from xworkmate.services import api_key_create
 
 
@@ -43,33 +40,9 @@ def _call(base: str, token: str, path: str, body: dict[str, Any]) -> tuple[int, 
 def server(real_services, tmp_path):
     workspace = Path(os.path.realpath(tmp_path)) / "ws"
     workspace.mkdir()
-    config = tmp_path / "xworkmate.toml"
-    config.write_text(f'[workspace]\nroots = ["{workspace}"]\n', encoding="utf-8")
-    port = free_port()
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "xworkmate.settings",
-           "XWORKMATE_CONFIG": str(config), "XWORKMATE_HOME": str(tmp_path / "home"),
-           "DATABASE_URL": database_url()}
-    log = (tmp_path / "gunicorn.log").open("wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "xworkmate.wsgi:application", "--bind",
-         f"127.0.0.1:{port}", "--workers", "2"],
-        cwd=ROOT, env=env, stdout=log, stderr=log,
-    )
-    base = f"http://127.0.0.1:{port}"
-
-    def up() -> bool:
-        try:
-            urllib.request.urlopen(base + "/healthz", timeout=2)
-        except urllib.error.HTTPError:
-            return True  # 503 is fine here: no beat runs in this test
-        except OSError:
-            return False
-        return True
-
-    wait_for(up, timeout=60, what="gunicorn to answer")
-    yield base, workspace
-    proc.terminate()
-    proc.wait(timeout=30)
+    config = f'[workspace]\nroots = ["{workspace}"]\n'
+    with running_gunicorn(tmp_path, config, workers=2) as base:
+        yield base, workspace
 
 
 def test_the_bridge_flow_works_end_to_end_over_http(server):

@@ -11,18 +11,13 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import subprocess
-import sys
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT
-from tests.integration.conftest import database_url, free_port, wait_for
+from tests.integration.conftest import running_gunicorn
 from xworkmate.services import api_key_create
 
 MAX_BODY = 4096
@@ -32,35 +27,9 @@ MAX_BODY = 4096
 def server(real_services: None, tmp_path: Path) -> Iterator[int]:
     workspace = Path(os.path.realpath(tmp_path)) / "ws"
     workspace.mkdir()
-    config = tmp_path / "xworkmate.toml"
-    config.write_text(
-        f'[workspace]\nroots = ["{workspace}"]\n\n[gateway]\nmax_body_bytes = {MAX_BODY}\n',
-        encoding="utf-8",
-    )
-    port = free_port()
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "xworkmate.settings",
-           "XWORKMATE_CONFIG": str(config), "XWORKMATE_HOME": str(tmp_path / "home"),
-           "DATABASE_URL": database_url()}
-    log = (tmp_path / "gunicorn.log").open("wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "xworkmate.wsgi:application", "--bind",
-         f"127.0.0.1:{port}", "--workers", "1"],
-        cwd=ROOT, env=env, stdout=log, stderr=log,
-    )
-
-    def up() -> bool:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2)
-        except urllib.error.HTTPError:
-            return True  # 503 is fine here: no beat runs in this test
-        except OSError:
-            return False
-        return True
-
-    wait_for(up, timeout=60, what="gunicorn to answer")
-    yield port
-    proc.terminate()
-    proc.wait(timeout=30)
+    config = f'[workspace]\nroots = ["{workspace}"]\n\n[gateway]\nmax_body_bytes = {MAX_BODY}\n'
+    with running_gunicorn(tmp_path, config, workers=1) as base:
+        yield int(base.rsplit(":", 1)[1])
 
 
 def post(port: int, token: str, path: str, body: bytes, *, chunked: bool) -> tuple[int, Any]:

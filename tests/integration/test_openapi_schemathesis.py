@@ -32,8 +32,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT
-from tests.integration.conftest import database_url, free_port, wait_for
+from tests.integration.conftest import running_gunicorn
 from xworkmate.policies import AREAS
 from xworkmate.services import KeyBinding, api_key_create
 
@@ -57,42 +56,13 @@ def server(real_services: None, tmp_path: Path) -> Iterator[Server]:
     root = Path(os.path.realpath(tmp_path))
     workspace = root / "ws"
     workspace.mkdir()
-    config = tmp_path / "xworkmate.toml"
-    config.write_text(
+    config = (
         f'[workspace]\nroots = ["{workspace}"]\n\n'
         f'[artifacts]\nopenclaw_media_dir = "{root / "media"}"\n'
-        f'openclaw_tmp_dir = "{root / "tmp-openclaw"}"\n',
-        encoding="utf-8",
+        f'openclaw_tmp_dir = "{root / "tmp-openclaw"}"\n'
     )
-    port = free_port()
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "xworkmate.settings",
-           "XWORKMATE_CONFIG": str(config), "XWORKMATE_HOME": str(tmp_path / "home"),
-           "DATABASE_URL": database_url()}
-    log = tmp_path / "gunicorn.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "xworkmate.wsgi:application", "--bind",
-             f"127.0.0.1:{port}", "--workers", "4",
-             "--control-socket", str(tmp_path / "gunicorn.ctl")],
-            cwd=ROOT, env=env, stdout=out, stderr=out,
-        )
-    base = f"http://127.0.0.1:{port}"
-
-    def up() -> bool:
-        try:
-            urllib.request.urlopen(base + "/healthz", timeout=2)
-        except urllib.error.HTTPError:
-            return True  # 503 is fine here: no beat runs in this test
-        except OSError:
-            return False
-        return True
-
-    try:
-        wait_for(up, timeout=60, what="gunicorn to answer")
-        yield Server(base, workspace, log)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    with running_gunicorn(tmp_path, config, workers=4) as base:
+        yield Server(base, workspace, tmp_path / "gunicorn.log")
 
 
 def _post(base: str, token: str, path: str, body: dict[str, Any]) -> Any:
