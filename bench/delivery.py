@@ -46,7 +46,7 @@ written on; why:
    send ~0.7, outcome ~1.6) against ~0.45 ms for the bare POST: with one
    message per task and two transactions per message, no worker comes near
    50% of the bare loop. That needs claiming, sending and recording in
-   batches (proposed in the report of issue 10, not made here).
+   batches (not made yet; see the closing note of issue 10).
 3. With 2 CPUs shared by PostgreSQL, Redis, the receiver, the enqueuer and
    the workers, the CPUs are already 85-90% busy with one worker, so four
    worker processes cannot send twice as much: ~1.35-1.6x as configured
@@ -209,40 +209,9 @@ def _wait_sent(prefix: str, count: int, *, timeout: float) -> None:
     raise SystemExit(f"{prefix}: not all {count} messages sent within {timeout:g} s: {by_status}")
 
 
-# The change proposed in the report (not in xworkmate/settings.py yet): Celery's
-# Django fix-up closes every database connection before and after each task
-# unless CELERY_DB_REUSE_MAX is set, so each `deliver` opened a new PostgreSQL
-# connection. With it set, connections are recycled the way Django recycles them
-# per request (CONN_MAX_AGE, CONN_HEALTH_CHECKS) around each task instead.
-PROPOSED_SETTINGS = """\
-from celery.signals import task_postrun, task_prerun
-
-from xworkmate.settings import *  # noqa: F403
-
-CELERY_DB_REUSE_MAX = 10**9
-
-
-def _recycle_connections(**_):
-    from django.db import close_old_connections
-
-    close_old_connections()
-
-
-task_prerun.connect(_recycle_connections, weak=False)
-task_postrun.connect(_recycle_connections, weak=False)
-"""
-
-
 def _start_worker(
-    concurrency: int, env: dict[str, str], log_dir: Path, tag: str, *, proposed: bool
+    concurrency: int, env: dict[str, str], log_dir: Path, tag: str
 ) -> tuple[subprocess.Popen[bytes], str]:
-    if proposed:
-        (log_dir / "bench_proposed_settings.py").write_text(PROPOSED_SETTINGS, encoding="utf-8")
-        env = {
-            **env,
-            "DJANGO_SETTINGS_MODULE": "bench_proposed_settings",
-            "PYTHONPATH": os.pathsep.join(filter(None, [str(log_dir), env.get("PYTHONPATH")])),
-        }
     hostname = f"bench-{tag}-{os.getpid()}@{socket.gethostname()}"
     with (log_dir / f"worker-{tag}.log").open("wb") as log:
         worker = subprocess.Popen(
@@ -272,15 +241,15 @@ def _sent_rows(prefix: str) -> list[tuple[datetime, datetime, int]]:
 
 
 def _worker_phase(
-    concurrency: int, messages: int, env: dict[str, str], log_dir: Path, *, proposed: bool
+    concurrency: int, messages: int, env: dict[str, str], log_dir: Path
 ) -> dict[str, float]:
     """Streaming (enqueue while the workers send), then draining a queued backlog."""
     import xworkmate.celery
 
     control = xworkmate.celery.app.control
     control.purge()
-    tag = f"{concurrency}{'p' if proposed else ''}"
-    worker, hostname = _start_worker(concurrency, env, log_dir, tag, proposed=proposed)
+    tag = str(concurrency)
+    worker, hostname = _start_worker(concurrency, env, log_dir, tag)
     try:
         # Warm-up: every pool process imports the code and opens its connections.
         _enqueue(f"warm{tag}", 10 * concurrency)
@@ -377,12 +346,9 @@ def main() -> int:
     rows: list[tuple[str, dict[str, float]]] = []
     try:
         rows.append(("bare loop (channel.send)", _bare_loop(args.messages)))
-        for proposed in (False,):
-            for concurrency in phases:
-                label = f"outbox, {concurrency} worker{'s' if concurrency > 1 else ''}"
-                label += ", proposed" if proposed else ""
-                row = _worker_phase(concurrency, args.messages, env, tmp, proposed=proposed)
-                rows.append((label, row))
+        for concurrency in phases:
+            label = f"outbox, {concurrency} worker{'s' if concurrency > 1 else ''}"
+            rows.append((label, _worker_phase(concurrency, args.messages, env, tmp)))
     finally:
         receiver.terminate()
         receiver.join(timeout=10)
@@ -412,16 +378,13 @@ def main() -> int:
         "msg/s, p50, p99: enqueued one by one while the workers send (enqueue-to-sent);"
         " backlog: the same number, queued first, then sent with no enqueuer running"
     )
-    for proposed, measured in ((False, rows[1 : 1 + len(phases)]),):
-        by_workers = {k: row for k, (_, row) in zip(phases, measured, strict=True)}
-        how = "proposed setting" if proposed else "as configured"
-        if 1 not in by_workers:
-            continue
+    by_workers = {k: row for k, (_, row) in zip(phases, rows[1:], strict=True)}
+    if 1 in by_workers:
         one = by_workers[1]
         ratio, drained = one["rate"] / base, one["drain_rate"] / base
         verdict = "met" if ratio >= 0.5 else "NOT met"
         print(
-            f"target ({how}): 1 worker >= 50% of the bare loop: {verdict} "
+            f"target: 1 worker >= 50% of the bare loop: {verdict} "
             f"({ratio:.0%}; backlog {drained:.0%})"
         )
         if 4 in by_workers:
@@ -429,7 +392,7 @@ def main() -> int:
             scale, drain_scale = four["rate"] / one["rate"], four["drain_rate"] / one["drain_rate"]
             verdict = "met" if scale >= 2 else "NOT met"
             print(
-                f"target ({how}): 4 workers >= 2x 1 worker: {verdict} "
+                f"target: 4 workers >= 2x 1 worker: {verdict} "
                 f"({scale:.2f}x; backlog {drain_scale:.2f}x)"
             )
     ok = True
