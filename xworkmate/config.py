@@ -299,6 +299,11 @@ SCHEMA: dict[str, dict[str, Key]] = {
             _check_duration,
             doc="how long a queued send may take to start before the dispatch job sends it",
         ),
+        "batch_size": Key(
+            50,
+            _int_at_least(1),
+            doc="messages one worker claims, sends and records together",
+        ),
     },
     "longrun": {
         "trigger_phrases": Key(

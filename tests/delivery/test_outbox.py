@@ -7,10 +7,12 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import User
-from django.db import transaction
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from tests.conftest import ApiClient
+from tests.delivery.conftest import configure
 from xworkmate.delivery.channels.base import Outcome
 from xworkmate.delivery.channels.webhook import verify_signature
 from xworkmate.delivery.models import Attempt, Message
@@ -131,11 +133,7 @@ def test_a_refused_message_is_retried_with_backoff_until_it_arrives(webhook, out
 
 
 def test_it_stops_retrying_after_the_last_attempt(webhook, settings, outcomes):
-    values = {section: dict(keys) for section, keys in settings.XWORKMATE.values.items()}
-    values["delivery"]["max_attempts"] = 2
-    import dataclasses
-
-    settings.XWORKMATE = dataclasses.replace(settings.XWORKMATE, values=values)
+    configure(settings, "delivery", max_attempts=2)
     webhook.status = 503
     message = _enqueue()
     deliver(message.pk)
@@ -192,6 +190,99 @@ def test_a_person_re_sends_a_failed_message_and_is_recorded(webhook, django_capt
     assert message.status == "sent"
     assert message.attempts.get(number=2).resent_by == alice
     assert not message_request_resend(message=message, user=alice, now=timezone.now())  # sent stays sent
+
+
+# --- batches ----------------------------------------------------------------------------
+
+
+def _keys_sent(webhook) -> list[str]:
+    return [request["headers"]["Idempotency-Key"] for request in webhook.requests]
+
+
+def test_a_worker_sends_the_new_messages_waiting_in_one_batch(webhook, settings, outcomes):
+    configure(settings, "delivery", batch_size=3)
+    messages = [_enqueue(target=f"agent:main:s{i}", key=f"k{i}") for i in range(5)]
+    # The message the task is for, then the ones written after it, up to the batch size.
+    assert deliver(messages[1].pk) is True
+    assert _keys_sent(webhook) == ["k1", "k2", "k3"]
+    # Their own tasks find them sent and send nothing; an older one's task takes the rest.
+    assert deliver(messages[2].pk) is False and deliver(messages[3].pk) is False
+    assert deliver(messages[0].pk) is True
+    assert _keys_sent(webhook) == ["k1", "k2", "k3", "k0", "k4"]
+    assert deliver(messages[4].pk) is False
+    for message in Message.objects.all():
+        assert (message.status, message.attempt_count, message.next_attempt_at) == ("sent", 1, None)
+        attempt = message.attempts.get()
+        assert (attempt.number, attempt.outcome, attempt.by) == (1, "sent", "worker")
+        assert attempt.finished_at == message.sent_at
+    assert sorted(pk for pk, *_ in outcomes) == sorted(m.pk for m in messages)
+    assert {(outcome, final, status) for _, outcome, final, status in outcomes} == {
+        (Outcome.SENT, True, "sent")
+    }
+
+
+def test_a_batch_costs_the_same_queries_whatever_its_size(webhook, settings, outcomes):
+    """One transaction claims the batch and one records it: no query per message."""
+    counts = []
+    for size in (2, 6):
+        configure(settings, "delivery", batch_size=size)
+        messages = [_enqueue(target=f"agent:main:{size}-{i}", key=f"k{i}") for i in range(size)]
+        with CaptureQueriesContext(connection) as queries:
+            assert deliver(messages[0].pk) is True
+        assert Message.objects.filter(pk__in=[m.pk for m in messages], status="sent").count() == size
+        counts.append(len(queries))
+    assert counts[0] == counts[1]
+
+
+def test_the_dispatch_job_sends_in_batches_until_nothing_is_due(webhook, settings):
+    configure(settings, "delivery", batch_size=2)
+    for i in range(5):
+        _enqueue(target=f"agent:main:d{i}", key=f"k{i}")
+    assert dispatch() == 0  # within the grace: the workers were asked
+    Message.objects.update(next_attempt_at=timezone.now())
+    assert dispatch() == 5
+    assert sorted(_keys_sent(webhook)) == [f"k{i}" for i in range(5)]
+    assert set(Attempt.objects.values_list("by", flat=True)) == {"dispatch job"}
+
+
+def test_a_failing_outcome_handler_spoils_only_its_own_message(webhook):
+    def handler(message, outcome, final):
+        if message.target.endswith(":bad"):
+            raise RuntimeError("the caller's bookkeeping failed")
+
+    good = _enqueue(target="agent:main:good", key="k1")
+    bad = _enqueue(target="agent:main:bad", key="k2")
+    other = _enqueue(target="agent:main:other", key="k3")
+    register_outcome_handler("longrun.progress", handler)
+    try:
+        with pytest.raises(RuntimeError, match="the caller's bookkeeping failed"):
+            deliver(good.pk)
+    finally:
+        unregister_outcome_handler("longrun.progress", handler)
+    assert len(webhook.requests) == 3
+    statuses = dict(Message.objects.values_list("target", "status"))
+    assert statuses == {
+        "agent:main:good": "sent", "agent:main:bad": "unknown", "agent:main:other": "sent"
+    }
+    # The bad one is left as after a worker that died mid-send: its attempt open.
+    assert Attempt.objects.get(message=bad).finished_at is None
+    assert Attempt.objects.get(message=other).outcome == "sent"
+
+
+def test_a_batch_stops_starting_sends_when_its_time_is_up(webhook, settings):
+    # Half the unknown cooldown bounds a batch's sends: 0.2 s here; each takes 0.3 s.
+    configure(settings, "longrun", unknown_cooldown=timedelta(seconds=0.4))
+    webhook.delay = 0.3
+    first = _enqueue(target="agent:main:a", key="k1")
+    for target in ("b", "c"):
+        _enqueue(target=f"agent:main:{target}", key=f"k-{target}")
+    assert deliver(first.pk) is True
+    assert _keys_sent(webhook) == ["k1"]  # the others never left the service
+    first.refresh_from_db()
+    assert first.status == "sent"
+    for message in Message.objects.exclude(pk=first.pk):
+        assert message.status == "failed" and message.next_attempt_at is not None
+        assert message.last_error == "not sent: the batch ran out of time before this send started"
 
 
 def test_a_record_message_is_never_pushed(db, settings):

@@ -32,7 +32,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 import xworkmate.celery
-from tests.delivery.conftest import use_channels
+from tests.delivery.conftest import configure, use_channels
 from tests.integration.conftest import CeleryProcesses, wait_for
 from xworkmate.config import DeliveryChannel
 from xworkmate.delivery.channels.webhook import verify_signature
@@ -254,10 +254,11 @@ ROWS = 40
 
 
 def test_it_sends_each_due_row_once_with_two_dispatchers_at_once(
-    routed: Receiver, monkeypatch: pytest.MonkeyPatch
+    routed: Receiver, monkeypatch: pytest.MonkeyPatch, settings: Any
 ) -> None:
     assert connection.vendor == "postgresql"
     monkeypatch.setattr("xworkmate.delivery.services._ask_a_worker", lambda message_id: None)
+    configure(settings, "delivery", batch_size=3)  # many small batches, so the two interleave
     messages = [enqueue(f"due-{i}", target=f"agent:main:{i}") for i in range(ROWS)]
     # All due now, as after a lost enqueue-on-commit: only the dispatchers send them.
     Message.objects.update(next_attempt_at=timezone.now() - timedelta(seconds=1))

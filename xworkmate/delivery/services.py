@@ -14,14 +14,17 @@ dispatcher takes it meanwhile (row locks with SKIP LOCKED decide who claims).
 from __future__ import annotations
 
 import logging
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import reduce
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
-from django.db.models import Q, QuerySet
+from django.db.models import DateTimeField, F, Q, QuerySet, Value
+from django.db.models.functions import Greatest
 
 from xworkmate.config import DELIVERY_PURPOSES, DeliveryChannel
 from xworkmate.delivery.channels.base import Channel, Envelope, Outcome, Result
@@ -37,6 +40,7 @@ DELIVER_TASK = "xworkmate.delivery.deliver"
 
 __all__ = [
     "DELIVER_TASK",
+    "Answered",
     "Claimed",
     "DeliveryError",
     "OutcomeHandler",
@@ -46,6 +50,8 @@ __all__ = [
     "message_record_outcome",
     "message_request_resend",
     "message_send",
+    "messages_claim",
+    "messages_record_outcomes",
     "outbox_enqueue",
     "register_outcome_handler",
     "retry_rules",
@@ -206,54 +212,87 @@ def _due(now: datetime) -> Q:
     )
 
 
-def _claimable(message_id: int | None, now: datetime) -> QuerySet[Message]:
+def _claimable(message_id: int | None, now: datetime, limit: int) -> QuerySet[Message]:
     locked = Message.objects.select_for_update(skip_locked=True)
     if message_id is not None:
-        # The worker asked at enqueue: a new message, whatever its grace.
-        return locked.filter(pk=message_id, status=Message.PENDING).exclude(next_attempt_at=None)
-    return locked.filter(_due(now)).order_by("next_attempt_at", "id")
-
-
-def message_claim(*, message_id: int | None, now: datetime, by: str) -> Claimed | None:
-    """Take one message to send (that one, or the most overdue); None when there is none.
-
-    The message turns `unknown` with the attempt recorded before anything is
-    sent, and the claim commits: see the module docstring.
-    """
-    cooldown = settings.XWORKMATE.get("longrun", "unknown_cooldown")
-    with transaction.atomic():
-        message = _claimable(message_id, now).first()
-        if message is None:
-            return None
-        number = message.attempt_count + 1
-        Attempt.objects.create(
-            message=message,
-            number=number,
-            channel=message.channel,
-            started_at=now,
-            by=by,
-            resent_by_id=message.resend_requested_by_id,
+        # The worker asked at enqueue: that message, whatever its grace, and the new
+        # ones written after it (their own tasks will then find nothing to do).
+        # Older ones are left to their own tasks, queued before this one: the scan
+        # starts at the message on the primary key instead of sorting every
+        # pending row.
+        return (
+            locked.filter(pk__gte=message_id, status=Message.PENDING)
+            .exclude(next_attempt_at=None)
+            .order_by("id")[:limit]
         )
-        Message.objects.filter(pk=message.pk).update(
-            status=Message.UNKNOWN,
-            attempt_count=number,
-            # The lease: nobody claims it again before the cooldown, and then
-            # only when its channel de-duplicates (after_send decides the rest).
-            next_attempt_at=now + cooldown if _channel(message.channel).deduplicates else None,
-            resend_requested_by=None,
-            updated_at=max(now, message.created_at),
-        )
-    envelope = Envelope(
+    return locked.filter(_due(now)).order_by("next_attempt_at", "id")[:limit]
+
+
+def _envelope(message: Message, attempt: int) -> Envelope:
+    return Envelope(
         message_id=message.pk,
         purpose=message.purpose,
         target=message.target,
         body=message.body,
         body_hash=message.body_hash,
         idempotency_key=message.idempotency_key,
-        attempt=number,
+        attempt=attempt,
         created_at=message.created_at,
     )
-    return Claimed(envelope=envelope, channel=message.channel)
+
+
+def messages_claim(
+    *, message_id: int | None, now: datetime, by: str, limit: int
+) -> list[Claimed]:
+    """Take up to `limit` messages to send, in one transaction; [] when there is none.
+
+    `message_id` (a worker asked at enqueue): that message, when it is still new,
+    and the new ones after it; None (the dispatch job): the most overdue. Each
+    message turns `unknown` with its attempt recorded before anything is sent,
+    and the claim commits: see the module docstring. One transaction for the
+    whole batch, not one per message (D-K11).
+    """
+    cooldown = settings.XWORKMATE.get("longrun", "unknown_cooldown")
+    with transaction.atomic():
+        messages = list(_claimable(message_id, now, limit))
+        if not messages:
+            return []
+        Attempt.objects.bulk_create(
+            Attempt(
+                message=message,
+                number=message.attempt_count + 1,
+                channel=message.channel,
+                started_at=now,
+                by=by,
+                resent_by_id=message.resend_requested_by_id,
+            )
+            for message in messages
+        )
+        # The lease: nobody claims them again before the cooldown, and then only
+        # when their channel de-duplicates (after_send decides the rest). One
+        # UPDATE per lease; every message's attempt count goes up by one.
+        leases: dict[datetime | None, list[int]] = {}
+        for message in messages:
+            lease = now + cooldown if _channel(message.channel).deduplicates else None
+            leases.setdefault(lease, []).append(message.pk)
+        for lease, ids in leases.items():
+            Message.objects.filter(pk__in=ids).update(
+                status=Message.UNKNOWN,
+                attempt_count=F("attempt_count") + 1,
+                next_attempt_at=lease,
+                resend_requested_by=None,
+                updated_at=Greatest(Value(now, output_field=DateTimeField()), F("created_at")),
+            )
+    return [
+        Claimed(envelope=_envelope(message, message.attempt_count + 1), channel=message.channel)
+        for message in messages
+    ]
+
+
+def message_claim(*, message_id: int | None, now: datetime, by: str) -> Claimed | None:
+    """Take one message to send (that one, or the most overdue); None when there is none."""
+    claimed = messages_claim(message_id=message_id, now=now, by=by, limit=1)
+    return claimed[0] if claimed else None
 
 
 def message_send(claimed: Claimed) -> Result:
@@ -271,23 +310,44 @@ def message_send(claimed: Claimed) -> Result:
         return Result(Outcome.UNKNOWN, f"the channel raised {type(exc).__name__}: {exc}")
 
 
-def message_record_outcome(*, claimed: Claimed, result: Result, now: datetime) -> Message:
-    """Write what the channel answered for the attempt `claimed`, and run the handlers."""
-    message_id, number = claimed.envelope.message_id, claimed.envelope.attempt
-    with transaction.atomic():
-        message = Message.objects.select_for_update().get(pk=message_id)
-        Attempt.objects.filter(message_id=message_id, number=number).update(
-            finished_at=now, outcome=result.outcome.value, detail=result.detail
+Answered = tuple[Claimed, Result]
+
+
+def _record(answered: list[Answered], now: datetime) -> list[Message]:
+    """Write the answers (one transaction, opened by the caller) and run the handlers."""
+    ids = sorted({claimed.envelope.message_id for claimed, _ in answered})
+    # Locked in id order, as every batch locks them: two recorders never deadlock.
+    messages = Message.objects.select_for_update().in_bulk(ids)
+    attempts = {
+        (attempt.message_id, attempt.number): attempt
+        for attempt in Attempt.objects.filter(
+            reduce(
+                operator.or_,
+                (
+                    Q(message_id=claimed.envelope.message_id, number=claimed.envelope.attempt)
+                    for claimed, _ in answered
+                ),
+            )
         )
+    }
+    rules = retry_rules()
+    changed: list[tuple[Message, Outcome, bool]] = []
+    for claimed, result in answered:
+        message_id, number = claimed.envelope.message_id, claimed.envelope.attempt
+        attempt = attempts[(message_id, number)]
+        attempt.finished_at, attempt.outcome, attempt.detail = (
+            now, result.outcome.value, result.detail
+        )
+        message = messages[message_id]
         if message.attempt_count != number or message.status == Message.SENT:
             # A later attempt (after this one outlived its lease) or an ack owns
             # the status now; this answer stays in the attempt's record only.
-            return message
+            continue
         state = after_send(
             result.outcome,
             attempt=number,
             deduplicates=_channel(message.channel).deduplicates,
-            rules=retry_rules(),
+            rules=rules,
             now=now,
         )
         message.status = state.status
@@ -295,11 +355,53 @@ def message_record_outcome(*, claimed: Claimed, result: Result, now: datetime) -
         message.sent_at = now if state.status == Message.SENT else None
         message.last_error = "" if state.status == Message.SENT else result.detail
         message.updated_at = max(now, message.created_at)
-        message.save(
-            update_fields=["status", "next_attempt_at", "sent_at", "last_error", "updated_at"]
+        changed.append((message, result.outcome, state.final))
+    Attempt.objects.bulk_update(attempts.values(), ["finished_at", "outcome", "detail"])
+    if changed:
+        Message.objects.bulk_update(
+            [message for message, _, _ in changed],
+            ["status", "next_attempt_at", "sent_at", "last_error", "updated_at"],
         )
-        _run_handlers(message, result.outcome, state.final)
-    return message
+    for message, outcome, final in changed:
+        _run_handlers(message, outcome, final)
+    return [messages[claimed.envelope.message_id] for claimed, _ in answered]
+
+
+def messages_record_outcomes(*, answered: list[Answered], now: datetime) -> list[Message]:
+    """Write what the channel answered for each claimed attempt, and run the handlers.
+
+    All in one transaction. If an outcome handler raises, that rolls back the
+    batch; each answer is then written in a transaction of its own, so only the
+    message whose handler failed stays unanswered (`unknown`, as after a worker
+    that died), and the first error is raised again once the others are written.
+    """
+    if not answered:
+        return []
+    try:
+        with transaction.atomic():
+            return _record(answered, now)
+    except Exception:
+        if len(answered) == 1:
+            raise
+    recorded: list[Message] = []
+    first_error: Exception | None = None
+    for one in answered:
+        try:
+            with transaction.atomic():
+                recorded.extend(_record([one], now))
+        except Exception as exc:
+            logger.exception(
+                "recording the answer for message %s failed", one[0].envelope.message_id
+            )
+            first_error = first_error or exc
+    if first_error is not None:
+        raise first_error
+    return recorded
+
+
+def message_record_outcome(*, claimed: Claimed, result: Result, now: datetime) -> Message:
+    """Write what the channel answered for the attempt `claimed`, and run the handlers."""
+    return messages_record_outcomes(answered=[(claimed, result)], now=now)[0]
 
 
 def message_acknowledge(*, message: Message, by: str, now: datetime) -> bool:

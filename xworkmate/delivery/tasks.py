@@ -5,13 +5,16 @@ from __future__ import annotations
 import time
 
 from celery import shared_task
+from django.conf import settings
 from django.utils import timezone
 
+from xworkmate.delivery.channels.base import Outcome, Result
+from xworkmate.delivery.selectors import is_waiting_for_a_worker
 from xworkmate.delivery.services import (
     DELIVER_TASK,
-    message_claim,
-    message_record_outcome,
     message_send,
+    messages_claim,
+    messages_record_outcomes,
 )
 
 # How long one dispatch run goes on claiming and sending overdue messages; the
@@ -19,21 +22,48 @@ from xworkmate.delivery.services import (
 DISPATCH_BUDGET_SECONDS = 20.0
 
 
-def _deliver(message_id: int | None, by: str) -> bool:
-    claimed = message_claim(message_id=message_id, now=timezone.now(), by=by)
-    if claimed is None:
-        return False
-    result = message_send(claimed)
-    message_record_outcome(claimed=claimed, result=result, now=timezone.now())
-    return True
+# How long one batch may go on starting sends. A slow receiver must not hold a
+# batch past the task's time limit (which would kill the worker mid-batch and
+# leave every message in it unknown), nor past the lease of its messages
+# (half of longrun.unknown_cooldown), after which a dispatcher may claim them.
+BATCH_SEND_BUDGET_SECONDS = 60.0
+NOT_STARTED = Result(
+    Outcome.FAILED, "not sent: the batch ran out of time before this send started"
+)
+
+
+def _deliver(message_id: int | None, by: str) -> int:
+    """Claim a batch, send it, record the answers; how many messages were claimed (D-K11)."""
+    config = settings.XWORKMATE
+    limit = config.get("delivery", "batch_size")
+    budget = min(
+        BATCH_SEND_BUDGET_SECONDS, config.get("longrun", "unknown_cooldown").total_seconds() / 2
+    )
+    claimed = messages_claim(message_id=message_id, now=timezone.now(), by=by, limit=limit)
+    deadline = time.monotonic() + budget
+    # A send not started in time is a failed attempt (retried after
+    # delivery.retry_first): nothing left the service, so it cannot be a duplicate.
+    answered = [
+        (one, message_send(one) if time.monotonic() < deadline else NOT_STARTED)
+        for one in claimed
+    ]
+    messages_record_outcomes(answered=answered, now=timezone.now())
+    return len(claimed)
 
 
 # Safe to run twice: a second run finds the message claimed (no longer pending)
 # and sends nothing, so acks_late costs no duplicate.
 @shared_task(name=DELIVER_TASK, time_limit=120, soft_time_limit=110, acks_late=True)
 def deliver(message_id: int) -> bool:
-    """Send one new message, as soon as the transaction that wrote it has committed."""
-    return _deliver(message_id, "worker")
+    """Send one new message, as soon as the transaction that wrote it has committed.
+
+    The new messages written after it go in the same batch (up to
+    `delivery.batch_size`); their own tasks then find nothing to send. False when
+    this run sent nothing.
+    """
+    if not is_waiting_for_a_worker(message_id):
+        return False
+    return _deliver(message_id, "worker") > 0
 
 
 @shared_task(
@@ -42,13 +72,16 @@ def deliver(message_id: int) -> bool:
 def dispatch() -> int:
     """Send what is due: retries, and messages no worker started within the grace.
 
-    Claims one message at a time (SKIP LOCKED), so several dispatchers and the
-    workers never send one message twice at once; stops after a time budget.
+    Claims in batches (SKIP LOCKED), so several dispatchers and the workers never
+    send one message twice at once; stops when a batch is not full or after a
+    time budget.
     """
     sent = 0
+    limit = settings.XWORKMATE.get("delivery", "batch_size")
     started = time.monotonic()
     while time.monotonic() - started < DISPATCH_BUDGET_SECONDS:
-        if not _deliver(None, "dispatch job"):
+        claimed = _deliver(None, "dispatch job")
+        sent += claimed
+        if claimed < limit:
             break
-        sent += 1
     return sent
