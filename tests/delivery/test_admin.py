@@ -59,7 +59,8 @@ def outbox(webhook, queued, django_capture_on_commit_callbacks) -> dict[str, Mes
     # Its worker died mid-send five minutes ago (so a person may re-send it now).
     unknown = _enqueue(target="agent:main:unknown", key="k-unknown")
     died = timezone.now() - timedelta(minutes=5)
-    assert message_claim(message_id=unknown.pk, now=died, by="worker") is not None
+    claimed = message_claim(new=True, now=died, by="worker")
+    assert claimed is not None and claimed.envelope.message_id == unknown.pk
     webhook.status = 200
     with django_capture_on_commit_callbacks(execute=True):
         sent = _enqueue(target="agent:main:sent", key="k-sent")

@@ -164,15 +164,15 @@ def test_a_timeout_is_unknown_and_retried_only_after_the_cooldown(webhook, outco
 
 def test_a_worker_that_dies_mid_send_leaves_the_message_unknown(webhook):
     message = _enqueue()
-    claimed = message_claim(message_id=message.pk, now=timezone.now(), by="worker")
+    claimed = message_claim(new=True, now=timezone.now(), by="worker")
     assert claimed is not None
     # ... and the worker is killed here: nothing recorded the outcome.
     message.refresh_from_db()
     assert message.status == "unknown" and message.sent_at is None
     assert Attempt.objects.get().finished_at is None
     # Nobody claims it again meanwhile: not the task run twice, not a dispatcher.
-    assert message_claim(message_id=message.pk, now=timezone.now(), by="worker") is None
-    assert message_claim(message_id=None, now=timezone.now(), by="dispatch job") is None
+    assert message_claim(new=True, now=timezone.now(), by="worker") is None
+    assert message_claim(new=False, now=timezone.now(), by="dispatch job") is None
 
 
 def test_a_person_re_sends_a_failed_message_and_is_recorded(webhook, django_capture_on_commit_callbacks):
@@ -202,14 +202,13 @@ def _keys_sent(webhook) -> list[str]:
 def test_a_worker_sends_the_new_messages_waiting_in_one_batch(webhook, settings, outcomes):
     configure(settings, "delivery", batch_size=3)
     messages = [_enqueue(target=f"agent:main:s{i}", key=f"k{i}") for i in range(5)]
-    # The message the task is for, then the ones written after it, up to the batch size.
+    # A task sends the oldest new messages waiting, up to the batch size ...
     assert deliver(messages[1].pk) is True
-    assert _keys_sent(webhook) == ["k1", "k2", "k3"]
-    # Their own tasks find them sent and send nothing; an older one's task takes the rest.
-    assert deliver(messages[2].pk) is False and deliver(messages[3].pk) is False
-    assert deliver(messages[0].pk) is True
-    assert _keys_sent(webhook) == ["k1", "k2", "k3", "k0", "k4"]
-    assert deliver(messages[4].pk) is False
+    assert _keys_sent(webhook) == ["k0", "k1", "k2"]
+    # ... whether its own is among them or not; the tasks that come later find nothing.
+    assert deliver(messages[2].pk) is True
+    assert _keys_sent(webhook) == ["k0", "k1", "k2", "k3", "k4"]
+    assert not any(deliver(message.pk) for message in messages)
     for message in Message.objects.all():
         assert (message.status, message.attempt_count, message.next_attempt_at) == ("sent", 1, None)
         attempt = message.attempts.get()
@@ -348,7 +347,7 @@ def test_health_reports_the_oldest_pending_message(client, db):
 def test_a_message_still_being_sent_cannot_be_re_sent_beside_it(webhook):
     """An open attempt younger than the cooldown may still arrive: no second send beside it."""
     message = _enqueue()
-    message_claim(message_id=message.pk, now=timezone.now(), by="worker")
+    message_claim(new=True, now=timezone.now(), by="worker")
     message.refresh_from_db()
     assert not message_request_resend(message=message, user=None, now=timezone.now())
     later = timezone.now() + timedelta(minutes=3)  # the worker is surely gone by now

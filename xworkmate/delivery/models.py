@@ -9,6 +9,10 @@ from django.utils.translation import gettext_lazy as _
 
 from xworkmate.lib.wire import KEY_MAX_LENGTH
 
+# New messages a worker was asked to send: pending with a time to be sent by
+# (a record channel's pending messages have none; they wait for the bridge).
+NEW_FOR_A_WORKER = models.Q(status="pending", next_attempt_at__isnull=False)
+
 
 class Message(models.Model):
     """One message, from the state change that caused it to the channel's last answer.
@@ -62,6 +66,8 @@ class Message(models.Model):
         indexes = [
             # The dispatcher's question: what is due now?
             models.Index(fields=["next_attempt_at"], name="delivery_message_due"),
+            # The workers' question: which new messages wait, oldest first? (D-K11)
+            models.Index(fields=["id"], condition=NEW_FOR_A_WORKER, name="delivery_message_new"),
             # The bridge's question: what waits for this session?
             models.Index(fields=["target", "status"], name="delivery_message_target"),
             models.Index(fields=["status", "created_at"], name="delivery_message_status"),

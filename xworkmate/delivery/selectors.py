@@ -9,21 +9,7 @@ from django.db.models import Count, Min, QuerySet
 
 from xworkmate.delivery.models import Message
 
-__all__ = ["is_waiting_for_a_worker", "outbox_summary", "pending_for_session", "record_channels"]
-
-
-def is_waiting_for_a_worker(message_id: int) -> bool:
-    """Whether a worker's task for this message still has something to send.
-
-    One lookup by primary key, outside any transaction: most tasks of a busy
-    outbox find their message already sent in another task's batch (D-K11), and
-    this lets them end without the claim's locking scan.
-    """
-    return (
-        Message.objects.filter(pk=message_id, status=Message.PENDING)
-        .exclude(next_attempt_at=None)
-        .exists()
-    )
+__all__ = ["outbox_summary", "pending_for_session", "record_channels"]
 
 
 def record_channels() -> list[str]:

@@ -14,11 +14,9 @@ dispatcher takes it meanwhile (row locks with SKIP LOCKED decide who claims).
 from __future__ import annotations
 
 import logging
-import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from functools import reduce
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -29,7 +27,7 @@ from django.db.models.functions import Greatest
 from xworkmate.config import DELIVERY_PURPOSES, DeliveryChannel
 from xworkmate.delivery.channels.base import Channel, Envelope, Outcome, Result
 from xworkmate.delivery.channels.registry import build_channel
-from xworkmate.delivery.models import Attempt, Message
+from xworkmate.delivery.models import NEW_FOR_A_WORKER, Attempt, Message
 from xworkmate.delivery.policies import RetryRules, after_send, body_hash
 from xworkmate.lib.errors import GatewayError
 from xworkmate.lib.wire import check_max_length, js_trim
@@ -202,6 +200,7 @@ def _ask_a_worker(message_id: int) -> None:
 class Claimed:
     envelope: Envelope
     channel: str
+    attempt_id: int  # the Attempt row this send is recorded in
 
 
 def _due(now: datetime) -> Q:
@@ -212,19 +211,15 @@ def _due(now: datetime) -> Q:
     )
 
 
-def _claimable(message_id: int | None, now: datetime, limit: int) -> QuerySet[Message]:
+def _claimable(new: bool, now: datetime, limit: int) -> QuerySet[Message]:
     locked = Message.objects.select_for_update(skip_locked=True)
-    if message_id is not None:
-        # The worker asked at enqueue: that message, whatever its grace, and the new
-        # ones written after it (their own tasks will then find nothing to do).
-        # Older ones are left to their own tasks, queued before this one: the scan
-        # starts at the message on the primary key instead of sorting every
-        # pending row.
-        return (
-            locked.filter(pk__gte=message_id, status=Message.PENDING)
-            .exclude(next_attempt_at=None)
-            .order_by("id")[:limit]
-        )
+    if new:
+        # A worker asked at enqueue: the oldest new messages waiting, whatever their
+        # grace, that one or not. Each task sends whatever is waiting when it runs,
+        # so a busy outbox goes out in batches long before the tasks of the
+        # messages in them come up (they then find nothing to send). The partial
+        # index delivery_message_new keeps this a short index scan.
+        return locked.filter(NEW_FOR_A_WORKER).order_by("id")[:limit]
     return locked.filter(_due(now)).order_by("next_attempt_at", "id")[:limit]
 
 
@@ -241,23 +236,28 @@ def _envelope(message: Message, attempt: int) -> Envelope:
     )
 
 
-def messages_claim(
-    *, message_id: int | None, now: datetime, by: str, limit: int
-) -> list[Claimed]:
+def _not_before_creation(now: datetime) -> Greatest:
+    # A row's updated_at never precedes its created_at (a check constraint), even
+    # when `now` comes from a clock a little behind the one that created it.
+    return Greatest(Value(now, output_field=DateTimeField()), F("created_at"))
+
+
+def messages_claim(*, new: bool, now: datetime, by: str, limit: int) -> list[Claimed]:
     """Take up to `limit` messages to send, in one transaction; [] when there is none.
 
-    `message_id` (a worker asked at enqueue): that message, when it is still new,
-    and the new ones after it; None (the dispatch job): the most overdue. Each
-    message turns `unknown` with its attempt recorded before anything is sent,
-    and the claim commits: see the module docstring. One transaction for the
-    whole batch, not one per message (D-K11).
+    `new` (a worker asked at enqueue): the oldest new messages, whatever their
+    grace; otherwise (the dispatch job): the most overdue. Each message turns `unknown` with
+    its attempt recorded before anything is sent, and the claim commits: see the
+    module docstring. One transaction for the whole batch, not one per message
+    (D-K11).
     """
     cooldown = settings.XWORKMATE.get("longrun", "unknown_cooldown")
     with transaction.atomic():
-        messages = list(_claimable(message_id, now, limit))
+        messages = list(_claimable(new, now, limit))
         if not messages:
             return []
-        Attempt.objects.bulk_create(
+        # PostgreSQL and SQLite both return the new rows' ids from one INSERT.
+        attempts = Attempt.objects.bulk_create(
             Attempt(
                 message=message,
                 number=message.attempt_count + 1,
@@ -281,17 +281,21 @@ def messages_claim(
                 attempt_count=F("attempt_count") + 1,
                 next_attempt_at=lease,
                 resend_requested_by=None,
-                updated_at=Greatest(Value(now, output_field=DateTimeField()), F("created_at")),
+                updated_at=_not_before_creation(now),
             )
     return [
-        Claimed(envelope=_envelope(message, message.attempt_count + 1), channel=message.channel)
-        for message in messages
+        Claimed(
+            envelope=_envelope(message, attempt.number),
+            channel=message.channel,
+            attempt_id=attempt.pk,
+        )
+        for message, attempt in zip(messages, attempts, strict=True)
     ]
 
 
-def message_claim(*, message_id: int | None, now: datetime, by: str) -> Claimed | None:
-    """Take one message to send (that one, or the most overdue); None when there is none."""
-    claimed = messages_claim(message_id=message_id, now=now, by=by, limit=1)
+def message_claim(*, new: bool, now: datetime, by: str) -> Claimed | None:
+    """Take one message to send (the oldest new one, or the most overdue); None if none."""
+    claimed = messages_claim(new=new, now=now, by=by, limit=1)
     return claimed[0] if claimed else None
 
 
@@ -314,31 +318,24 @@ Answered = tuple[Claimed, Result]
 
 
 def _record(answered: list[Answered], now: datetime) -> list[Message]:
-    """Write the answers (one transaction, opened by the caller) and run the handlers."""
+    """Write the answers (one transaction, opened by the caller) and run the handlers.
+
+    One UPDATE per distinct answer rather than one per message: in a batch most
+    answers are alike ("HTTP 200"), so a batch costs a handful of statements.
+    """
     ids = sorted({claimed.envelope.message_id for claimed, _ in answered})
     # Locked in id order, as every batch locks them: two recorders never deadlock.
     messages = Message.objects.select_for_update().in_bulk(ids)
-    attempts = {
-        (attempt.message_id, attempt.number): attempt
-        for attempt in Attempt.objects.filter(
-            reduce(
-                operator.or_,
-                (
-                    Q(message_id=claimed.envelope.message_id, number=claimed.envelope.attempt)
-                    for claimed, _ in answered
-                ),
-            )
-        )
-    }
     rules = retry_rules()
+    attempts_by_answer: dict[tuple[str, str], list[int]] = {}
+    messages_by_state: dict[tuple[str, datetime | None, str], list[int]] = {}
     changed: list[tuple[Message, Outcome, bool]] = []
     for claimed, result in answered:
-        message_id, number = claimed.envelope.message_id, claimed.envelope.attempt
-        attempt = attempts[(message_id, number)]
-        attempt.finished_at, attempt.outcome, attempt.detail = (
-            now, result.outcome.value, result.detail
+        attempts_by_answer.setdefault((result.outcome.value, result.detail), []).append(
+            claimed.attempt_id
         )
-        message = messages[message_id]
+        message = messages[claimed.envelope.message_id]
+        number = claimed.envelope.attempt
         if message.attempt_count != number or message.status == Message.SENT:
             # A later attempt (after this one outlived its lease) or an ack owns
             # the status now; this answer stays in the attempt's record only.
@@ -355,12 +352,20 @@ def _record(answered: list[Answered], now: datetime) -> list[Message]:
         message.sent_at = now if state.status == Message.SENT else None
         message.last_error = "" if state.status == Message.SENT else result.detail
         message.updated_at = max(now, message.created_at)
+        key = (message.status, message.next_attempt_at, message.last_error)
+        messages_by_state.setdefault(key, []).append(message.pk)
         changed.append((message, result.outcome, state.final))
-    Attempt.objects.bulk_update(attempts.values(), ["finished_at", "outcome", "detail"])
-    if changed:
-        Message.objects.bulk_update(
-            [message for message, _, _ in changed],
-            ["status", "next_attempt_at", "sent_at", "last_error", "updated_at"],
+    for (outcome, detail), attempt_ids in attempts_by_answer.items():
+        Attempt.objects.filter(pk__in=attempt_ids).update(
+            finished_at=now, outcome=outcome, detail=detail
+        )
+    for (status, next_attempt_at, last_error), message_ids in messages_by_state.items():
+        Message.objects.filter(pk__in=message_ids).update(
+            status=status,
+            next_attempt_at=next_attempt_at,
+            sent_at=now if status == Message.SENT else None,
+            last_error=last_error,
+            updated_at=_not_before_creation(now),
         )
     for message, outcome, final in changed:
         _run_handlers(message, outcome, final)

@@ -9,7 +9,6 @@ from django.conf import settings
 from django.utils import timezone
 
 from xworkmate.delivery.channels.base import Outcome, Result
-from xworkmate.delivery.selectors import is_waiting_for_a_worker
 from xworkmate.delivery.services import (
     DELIVER_TASK,
     message_send,
@@ -32,14 +31,14 @@ NOT_STARTED = Result(
 )
 
 
-def _deliver(message_id: int | None, by: str) -> int:
+def _deliver(*, new: bool, by: str) -> int:
     """Claim a batch, send it, record the answers; how many messages were claimed (D-K11)."""
     config = settings.XWORKMATE
     limit = config.get("delivery", "batch_size")
     budget = min(
         BATCH_SEND_BUDGET_SECONDS, config.get("longrun", "unknown_cooldown").total_seconds() / 2
     )
-    claimed = messages_claim(message_id=message_id, now=timezone.now(), by=by, limit=limit)
+    claimed = messages_claim(new=new, now=timezone.now(), by=by, limit=limit)
     deadline = time.monotonic() + budget
     # A send not started in time is a failed attempt (retried after
     # delivery.retry_first): nothing left the service, so it cannot be a duplicate.
@@ -55,15 +54,14 @@ def _deliver(message_id: int | None, by: str) -> int:
 # and sends nothing, so acks_late costs no duplicate.
 @shared_task(name=DELIVER_TASK, time_limit=120, soft_time_limit=110, acks_late=True)
 def deliver(message_id: int) -> bool:
-    """Send one new message, as soon as the transaction that wrote it has committed.
+    """Send new messages; queued when the transaction that wrote `message_id` commits.
 
-    The new messages written after it go in the same batch (up to
-    `delivery.batch_size`); their own tasks then find nothing to send. False when
+    It sends the oldest new messages waiting, up to `delivery.batch_size`, that one
+    among them or not: a message's own task may find it already sent by an earlier
+    batch and send the next ones (the id stays in the task's log line). False when
     this run sent nothing.
     """
-    if not is_waiting_for_a_worker(message_id):
-        return False
-    return _deliver(message_id, "worker") > 0
+    return _deliver(new=True, by="worker") > 0
 
 
 @shared_task(
@@ -80,7 +78,7 @@ def dispatch() -> int:
     limit = settings.XWORKMATE.get("delivery", "batch_size")
     started = time.monotonic()
     while time.monotonic() - started < DISPATCH_BUDGET_SECONDS:
-        claimed = _deliver(None, "dispatch job")
+        claimed = _deliver(new=False, by="dispatch job")
         sent += claimed
         if claimed < limit:
             break
