@@ -233,6 +233,17 @@ def test_a_batch_costs_the_same_queries_whatever_its_size(webhook, settings, out
     assert counts[0] == counts[1]
 
 
+def test_a_batch_is_recorded_where_a_bulk_insert_returns_no_ids(webhook, monkeypatch):
+    """SQLite before 3.35 (which Django 5.2 still supports) returns no ids from bulk_create."""
+    monkeypatch.setattr(
+        type(connection.features), "can_return_rows_from_bulk_insert", False, raising=False
+    )
+    messages = [_enqueue(target=f"agent:main:o{i}", key=f"k{i}") for i in range(3)]
+    assert deliver(messages[0].pk) is True
+    assert set(Message.objects.values_list("status", flat=True)) == {"sent"}
+    assert set(Attempt.objects.values_list("outcome", "detail")) == {("sent", "HTTP 200")}
+
+
 def test_the_dispatch_job_sends_in_batches_until_nothing_is_due(webhook, settings):
     configure(settings, "delivery", batch_size=2)
     for i in range(5):

@@ -246,17 +246,16 @@ def messages_claim(*, new: bool, now: datetime, by: str, limit: int) -> list[Cla
     """Take up to `limit` messages to send, in one transaction; [] when there is none.
 
     `new` (a worker asked at enqueue): the oldest new messages, whatever their
-    grace; otherwise (the dispatch job): the most overdue. Each message turns `unknown` with
-    its attempt recorded before anything is sent, and the claim commits: see the
-    module docstring. One transaction for the whole batch, not one per message
-    (D-K11).
+    grace; otherwise (the dispatch job): the most overdue. Each message turns
+    `unknown` with its attempt recorded before anything is sent, and the claim
+    commits: see the module docstring. One transaction for the whole batch, not
+    one per message (D-K11).
     """
     cooldown = settings.XWORKMATE.get("longrun", "unknown_cooldown")
     with transaction.atomic():
         messages = list(_claimable(new, now, limit))
         if not messages:
             return []
-        # PostgreSQL and SQLite both return the new rows' ids from one INSERT.
         attempts = Attempt.objects.bulk_create(
             Attempt(
                 message=message,
@@ -268,6 +267,16 @@ def messages_claim(*, new: bool, now: datetime, by: str, limit: int) -> list[Cla
             )
             for message in messages
         )
+        if any(attempt.pk is None for attempt in attempts):
+            # SQLite before 3.35 returns no ids from a bulk INSERT: read them back.
+            read_back = {
+                (message_id, number): pk
+                for message_id, number, pk in Attempt.objects.filter(
+                    message__in=messages
+                ).values_list("message_id", "number", "pk")
+            }
+            for attempt in attempts:
+                attempt.pk = read_back[(attempt.message_id, attempt.number)]
         # The lease: nobody claims them again before the cooldown, and then only
         # when their channel de-duplicates (after_send decides the rest). One
         # UPDATE per lease; every message's attempt count goes up by one.
