@@ -332,9 +332,13 @@ def _record(answered: list[Answered], now: datetime) -> list[Message]:
     One UPDATE per distinct answer rather than one per message: in a batch most
     answers are alike ("HTTP 200"), so a batch costs a handful of statements.
     """
-    ids = sorted({claimed.envelope.message_id for claimed, _ in answered})
-    # Locked in id order, as every batch locks them: two recorders never deadlock.
-    messages = Message.objects.select_for_update().in_bulk(ids)
+    ids = {claimed.envelope.message_id for claimed, _ in answered}
+    # Locked in id order, as every recorder locks them: two recorders that share
+    # messages (one whose lease ran out, and the next attempt's) never deadlock.
+    messages = {
+        message.pk: message
+        for message in Message.objects.select_for_update().filter(pk__in=ids).order_by("pk")
+    }
     rules = retry_rules()
     attempts_by_answer: dict[tuple[str, str], list[int]] = {}
     messages_by_state: dict[tuple[str, datetime | None, str], list[int]] = {}
