@@ -286,13 +286,21 @@ def test_a_batch_stops_starting_sends_when_its_time_is_up(webhook, settings):
     first = _enqueue(target="agent:main:a", key="k1")
     for target in ("b", "c"):
         _enqueue(target=f"agent:main:{target}", key=f"k-{target}")
+    before = timezone.now()
     assert deliver(first.pk) is True
     assert _keys_sent(webhook) == ["k1"]  # the others never left the service
     first.refresh_from_db()
     assert first.status == "sent"
-    for message in Message.objects.exclude(pk=first.pk):
-        assert message.status == "failed" and message.next_attempt_at is not None
-        assert message.last_error == "not sent: the batch ran out of time before this send started"
+    # Released as if never claimed: pending, due at once, no attempt counted.
+    rest = Message.objects.exclude(pk=first.pk)
+    for message in rest:
+        assert (message.status, message.attempt_count) == ("pending", 0)
+        assert before <= message.next_attempt_at <= timezone.now()
+    assert not Attempt.objects.filter(message__in=rest).exists()
+    webhook.delay = 0
+    assert deliver(first.pk) is True  # the next task takes them
+    assert _keys_sent(webhook) == ["k1", "k-b", "k-c"]
+    assert set(rest.values_list("status", "attempt_count")) == {("sent", 1)}
 
 
 def test_a_record_message_is_never_pushed(db, settings):

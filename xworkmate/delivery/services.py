@@ -323,7 +323,9 @@ def message_send(claimed: Claimed) -> Result:
         return Result(Outcome.UNKNOWN, f"the channel raised {type(exc).__name__}: {exc}")
 
 
-Answered = tuple[Claimed, Result]
+# What the channel answered; None for a claimed message whose send never started
+# (its batch ran out of time): it is released as if it had not been claimed.
+Answered = tuple[Claimed, Result | None]
 
 
 def _record(answered: list[Answered], now: datetime) -> list[Message]:
@@ -343,13 +345,19 @@ def _record(answered: list[Answered], now: datetime) -> list[Message]:
     attempts_by_answer: dict[tuple[str, str], list[int]] = {}
     messages_by_state: dict[tuple[str, datetime | None, str], list[int]] = {}
     changed: list[tuple[Message, Outcome, bool]] = []
+    released: list[Claimed] = []
     for claimed, result in answered:
+        message = messages[claimed.envelope.message_id]
+        number = claimed.envelope.attempt
+        owned = message.attempt_count == number and message.status != Message.SENT
+        if result is None:
+            if owned:
+                released.append(claimed)
+            continue
         attempts_by_answer.setdefault((result.outcome.value, result.detail), []).append(
             claimed.attempt_id
         )
-        message = messages[claimed.envelope.message_id]
-        number = claimed.envelope.attempt
-        if message.attempt_count != number or message.status == Message.SENT:
+        if not owned:
             # A later attempt (after this one outlived its lease) or an ack owns
             # the status now; this answer stays in the attempt's record only.
             continue
@@ -380,9 +388,25 @@ def _record(answered: list[Answered], now: datetime) -> list[Message]:
             last_error=last_error,
             updated_at=_not_before_creation(now),
         )
+    if released:
+        _release(released, now)
+        for claimed in released:
+            messages[claimed.envelope.message_id].refresh_from_db()
     for message, outcome, final in changed:
         _run_handlers(message, outcome, final)
     return [messages[claimed.envelope.message_id] for claimed, _ in answered]
+
+
+def _release(released: list[Claimed], now: datetime) -> None:
+    """Undo the claim of messages whose send never started: nothing left the
+    service, so no attempt is counted and they are due again at once (pending)."""
+    Attempt.objects.filter(pk__in=[claimed.attempt_id for claimed in released]).delete()
+    Message.objects.filter(pk__in=[claimed.envelope.message_id for claimed in released]).update(
+        status=Message.PENDING,
+        attempt_count=F("attempt_count") - 1,
+        next_attempt_at=now,
+        updated_at=_not_before_creation(now),
+    )
 
 
 def messages_record_outcomes(*, answered: list[Answered], now: datetime) -> list[Message]:

@@ -8,7 +8,6 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
-from xworkmate.delivery.channels.base import Outcome, Result
 from xworkmate.delivery.services import (
     DELIVER_TASK,
     message_send,
@@ -26,9 +25,6 @@ DISPATCH_BUDGET_SECONDS = 20.0
 # leave every message in it unknown), nor past the lease of its messages
 # (half of longrun.unknown_cooldown), after which a dispatcher may claim them.
 BATCH_SEND_BUDGET_SECONDS = 60.0
-NOT_STARTED = Result(
-    Outcome.FAILED, "not sent: the batch ran out of time before this send started"
-)
 
 
 def _deliver(*, new: bool, by: str) -> int:
@@ -40,11 +36,10 @@ def _deliver(*, new: bool, by: str) -> int:
     )
     claimed = messages_claim(new=new, now=timezone.now(), by=by, limit=limit)
     deadline = time.monotonic() + budget
-    # A send not started in time is a failed attempt (retried after
-    # delivery.retry_first): nothing left the service, so it cannot be a duplicate.
+    # A send not started in time (None) is released: pending again and due at once,
+    # its attempt not counted, since nothing left the service.
     answered = [
-        (one, message_send(one) if time.monotonic() < deadline else NOT_STARTED)
-        for one in claimed
+        (one, message_send(one) if time.monotonic() < deadline else None) for one in claimed
     ]
     messages_record_outcomes(answered=answered, now=timezone.now())
     return len(claimed)
