@@ -1,0 +1,100 @@
+"""Writing PLAN.md: atomically, inside the workspace, then read back and verified (§5.5)."""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+from .archive import plan_path
+from .document import ParsedEntry, validate_plan_file
+from .errors import PlanFileBlocked, PlanFileError
+
+__all__ = ["read_plan_file", "write_plan_file"]
+
+
+def _plan_location(workspace: Path, archive_id: str) -> Path:
+    """archives/<id>/PLAN.md under the workspace, refusing any symlink on the way.
+
+    A workspace is the agent's: a symlinked `archives` or archive directory would
+    carry the write outside it, so every directory is checked with lstat.
+    """
+    if not archive_id or archive_id in (".", "..") or "/" in archive_id or "\0" in archive_id:
+        raise PlanFileError(f"archive_id: not a single path segment ({archive_id!r})")
+    root = Path(workspace)
+    current = root
+    for part in ("archives", archive_id):
+        current = current / part
+        try:
+            mode = os.lstat(current).st_mode
+        except FileNotFoundError:
+            os.mkdir(current, 0o755)
+            continue
+        if not stat.S_ISDIR(mode):
+            raise PlanFileError(
+                f"path: {current.relative_to(root)} must be a directory inside the workspace "
+                "(a symlink or file is refused)"
+            )
+    return root / plan_path(archive_id)
+
+
+def read_plan_file(workspace: Path, archive_id: str) -> str | None:
+    """The PLAN.md text, or None when there is none; a symlink or non-file is refused."""
+    path = Path(workspace) / plan_path(archive_id)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise PlanFileError(f"path: {plan_path(archive_id)} cannot be read ({reason})") from exc
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise PlanFileError(f"path: {plan_path(archive_id)} is not a regular file")
+        data = handle.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PlanFileError(f"path: {plan_path(archive_id)} is not UTF-8 (R5)") from exc
+
+
+def write_plan_file(workspace: Path, archive_id: str, text: str) -> list[ParsedEntry]:
+    """Validate, write (temp file, fsync, rename, fsync the directory), read back, verify.
+
+    Bad content is refused before anything is written (PlanFileError). A read-back
+    that does not match what was written, or does not verify, raises
+    PlanFileBlocked with the reason: the caller must not report it archived.
+    """
+    entries = validate_plan_file(text, archive_id=archive_id)
+    if not entries:
+        raise PlanFileError("PLAN.md: at least one entry is required")
+    path = _plan_location(workspace, archive_id)
+    data = text.encode("utf-8")
+    fd, temporary = tempfile.mkstemp(prefix=".PLAN.md.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    directory = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+    try:
+        read_back = read_plan_file(workspace, archive_id)
+    except PlanFileError as exc:
+        raise PlanFileBlocked(f"read-back failed: {exc}") from exc
+    if not read_back:
+        raise PlanFileBlocked("read-back failed: PLAN.md is missing or empty")
+    if read_back != text:
+        raise PlanFileBlocked("read-back failed: PLAN.md differs from what was written")
+    try:
+        return validate_plan_file(read_back, archive_id=archive_id)
+    except PlanFileError as exc:
+        raise PlanFileBlocked(f"read-back failed: {exc}") from exc
