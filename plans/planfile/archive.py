@@ -12,6 +12,7 @@ __all__ = [
     "PLAN_FILE_NAME",
     "archive_id_from_session",
     "archive_timestamp",
+    "is_archive_id",
     "is_archive_timestamp",
     "plan_path",
     "plan_path_problem",
@@ -21,6 +22,7 @@ PLAN_FILE_NAME = "PLAN.md"
 # [0-9], not \d: \d also matches digits of other scripts (١٢٣), which `date` never prints.
 _TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}-[0-9]{2}-[0-9]{2}-[0-9]{2}")
 _UNSAFE = re.compile(r"[^a-zA-Z0-9\-_]")
+_SAFE_ID = re.compile(r"[a-zA-Z0-9\-_]+")
 
 
 def archive_id_from_session(session: str) -> str:
@@ -39,6 +41,11 @@ def archive_id_from_session(session: str) -> str:
     if not segments or value == "unknown":
         raise PlanFileError("session: invalid Session (empty, missing or unknown)")
     return _UNSAFE.sub("_", segments[-1].strip())
+
+
+def is_archive_id(value: str) -> bool:
+    """An ARCHIVE_ID as archive_id_from_session makes them: one safe path segment."""
+    return isinstance(value, str) and _SAFE_ID.fullmatch(value) is not None
 
 
 def archive_timestamp(moment: datetime) -> str:

@@ -7,28 +7,42 @@ import stat
 import tempfile
 from pathlib import Path
 
-from .archive import plan_path
+from .archive import is_archive_id, plan_path
 from .document import ParsedEntry, validate_plan_file
 from .errors import PlanFileBlocked, PlanFileError
 
-__all__ = ["read_plan_file", "write_plan_file"]
+__all__ = ["MAX_PLAN_BYTES", "read_plan_file", "write_plan_file"]
+
+# Far above any real plan (an entry is about 1 KiB), far below what would hurt.
+MAX_PLAN_BYTES = 1024 * 1024
 
 
-def _plan_location(workspace: Path, archive_id: str) -> Path:
+def _check_archive_id(archive_id: str) -> None:
+    if not is_archive_id(archive_id):
+        raise PlanFileError(
+            "archive_id: must be letters, digits, - and _ only, as a session yields "
+            f"({archive_id!r})"
+        )
+
+
+def _plan_location(workspace: Path, archive_id: str, *, create: bool) -> Path | None:
     """archives/<id>/PLAN.md under the workspace, refusing any symlink on the way.
 
     A workspace is the agent's: a symlinked `archives` or archive directory would
-    carry the write outside it, so every directory is checked with lstat.
+    carry a read or a write outside it, so every directory is checked with lstat.
+    A missing directory is made when writing (`create`), else the answer is None.
     """
-    if not archive_id or archive_id in (".", "..") or "/" in archive_id or "\0" in archive_id:
-        raise PlanFileError(f"archive_id: not a single path segment ({archive_id!r})")
     root = Path(workspace)
+    if not root.is_dir():
+        raise PlanFileError(f"workspace: {root} is not a directory")
     current = root
     for part in ("archives", archive_id):
         current = current / part
         try:
             mode = os.lstat(current).st_mode
         except FileNotFoundError:
+            if not create:
+                return None
             os.mkdir(current, 0o755)
             continue
         if not stat.S_ISDIR(mode):
@@ -40,8 +54,15 @@ def _plan_location(workspace: Path, archive_id: str) -> Path:
 
 
 def read_plan_file(workspace: Path, archive_id: str) -> str | None:
-    """The PLAN.md text, or None when there is none; a symlink or non-file is refused."""
-    path = Path(workspace) / plan_path(archive_id)
+    """The PLAN.md text, or None when there is none.
+
+    Refused: a symlink or anything but a regular file (a FIFO would block the
+    reader), more than MAX_PLAN_BYTES (a sparse 40 GB file is not read), not UTF-8.
+    """
+    _check_archive_id(archive_id)
+    path = _plan_location(workspace, archive_id, create=False)
+    if path is None:
+        return None
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
@@ -52,7 +73,9 @@ def read_plan_file(workspace: Path, archive_id: str) -> str | None:
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
             raise PlanFileError(f"path: {plan_path(archive_id)} is not a regular file")
-        data = handle.read()
+        data = handle.read(MAX_PLAN_BYTES + 1)
+    if len(data) > MAX_PLAN_BYTES:
+        raise PlanFileError(f"path: {plan_path(archive_id)} is larger than {MAX_PLAN_BYTES} bytes")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -66,11 +89,19 @@ def write_plan_file(workspace: Path, archive_id: str, text: str) -> list[ParsedE
     that does not match what was written, or does not verify, raises
     PlanFileBlocked with the reason: the caller must not report it archived.
     """
+    _check_archive_id(archive_id)
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise PlanFileError("PLAN.md: must be text without lone surrogates (R5)") from exc
+    if len(data) > MAX_PLAN_BYTES:
+        raise PlanFileError(f"PLAN.md: must be at most {MAX_PLAN_BYTES} bytes of UTF-8")
     entries = validate_plan_file(text, archive_id=archive_id)
     if not entries:
         raise PlanFileError("PLAN.md: at least one entry is required")
-    path = _plan_location(workspace, archive_id)
-    data = text.encode("utf-8")
+    path = _plan_location(workspace, archive_id, create=True)
+    if path is None:  # made when missing; keeps the type checker honest
+        raise PlanFileError(f"path: {plan_path(archive_id)} could not be made")
     fd, temporary = tempfile.mkstemp(prefix=".PLAN.md.", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:

@@ -9,6 +9,7 @@ one fire time.
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -45,11 +46,13 @@ def _confirmation(entry: Entry, revision: Revision, **fields) -> Confirmation:
 
 
 def _job(entry: Entry, confirmation: Confirmation | None, **fields) -> Job:
-    values = {
+    # None is passed on purpose by the test that shows the column refuses it.
+    values: dict[str, Any] = {
         "job_id": str(uuid.uuid4()), "name": "日报", "created_at_ms": 0, "updated_at_ms": 0,
         "schedule": {"kind": "cron", "expr": "0 9 * * *"}, "payload": PAYLOAD,
+        "confirmation": confirmation,
     } | fields
-    return Job.objects.create(entry=entry, confirmation=confirmation, **values)
+    return Job.objects.create(entry=entry, **values)
 
 
 def _refused(create) -> None:

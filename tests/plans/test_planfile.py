@@ -328,9 +328,9 @@ def test_a_symlinked_archive_directory_is_refused(tmp_path):
     assert list(outside.iterdir()) == []
 
 
-@pytest.mark.parametrize("archive_id", ["..", "a/b", ""])
-def test_an_archive_id_that_is_not_one_segment_is_refused(tmp_path, archive_id):
-    with pytest.raises(PlanFileError):
+@pytest.mark.parametrize("archive_id", ["..", "a/b", "", "a b", "chat\0"])
+def test_an_archive_id_that_is_not_one_safe_segment_is_refused(tmp_path, archive_id):
+    with pytest.raises(PlanFileError, match="archive_id: must be letters, digits, - and _ only"):
         write_plan_file(tmp_path, archive_id, EXPECTED_34)
     assert list(Path(tmp_path).iterdir()) == []
 
@@ -345,6 +345,49 @@ def test_83_a_read_back_that_does_not_verify_is_blocked(tmp_path, monkeypatch):
     assert str(raised.value) == (
         "ARCHIVE_STATUS: BLOCKED\nARCHIVE_REASON: read-back failed: PLAN.md is missing or empty"
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (EXPECTED_34.replace("减少", "\ud800"), "without lone surrogates"),
+        (EXPECTED_34 + "  " + "x" * (1024 * 1024), "at most 1048576 bytes"),
+    ],
+)
+def test_text_that_cannot_be_a_plan_md_writes_nothing(tmp_path, text, message):
+    with pytest.raises(PlanFileError, match=message):
+        write_plan_file(tmp_path, ARCHIVE, text)
+    assert not (tmp_path / "archives").exists()
+
+
+def test_a_missing_workspace_is_named(tmp_path):
+    with pytest.raises(PlanFileError, match="workspace: .* is not a directory"):
+        write_plan_file(tmp_path / "gone", ARCHIVE, EXPECTED_34)
+    assert not (tmp_path / "gone").exists()
+
+
+def test_a_sparse_giant_plan_md_is_not_read_and_a_symlinked_one_not_followed(tmp_path):
+    directory = tmp_path / "archives" / ARCHIVE
+    directory.mkdir(parents=True)
+    with open(directory / "PLAN.md", "wb") as handle:
+        handle.truncate(40 * 1024**3)  # sparse: 40 GB that take no disk
+    with pytest.raises(PlanFileError, match="is larger than 1048576 bytes"):
+        read_plan_file(tmp_path, ARCHIVE)
+    (directory / "PLAN.md").unlink()
+    secret = tmp_path / "secret.md"
+    secret.write_text(EXPECTED_34, encoding="utf-8")
+    os.symlink(secret, directory / "PLAN.md")
+    with pytest.raises(PlanFileError, match="cannot be read"):
+        read_plan_file(tmp_path, ARCHIVE)
+    # A symlinked archive directory is not followed on reading either.
+    os.unlink(directory / "PLAN.md")
+    directory.rmdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "PLAN.md").write_text(EXPECTED_34, encoding="utf-8")
+    os.symlink(elsewhere, directory)
+    with pytest.raises(PlanFileError, match="must be a directory inside the workspace"):
+        read_plan_file(tmp_path, ARCHIVE)
 
 
 def test_a_fifo_in_place_of_plan_md_is_not_read(tmp_path):
