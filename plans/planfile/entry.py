@@ -117,7 +117,11 @@ def render_entry(entry: Entry, *, archive_id: str) -> str:
 # --- rules -------------------------------------------------------------------------------
 
 _MARKUP = re.compile(r"\*\*|`")
-_PLACEHOLDER = re.compile(r"\{\{[^{}]*\}\}|\{(?!TIMESTAMP\})[A-Za-z_]+\}")
+# Any {{…}}, and the template's own names in single braces (the rule's spelling,
+# `{ARCHIVE_ID}`); other single-brace text is the plan's own words.
+_PLACEHOLDER = re.compile(
+    r"\{\{[^{}]*\}\}|\{(?:ARCHIVE_ID|TASK_UUID|Task_Name|Current_Persona|O_content|R_content)\}"
+)
 
 
 def _plain(step: str) -> str:

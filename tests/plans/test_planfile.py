@@ -192,6 +192,12 @@ def test_26_a_leftover_placeholder_is_refused(field):
         render_entry(_entry(**{field: "每日 {{O_content}}"}), archive_id=ARCHIVE)
 
 
+def test_single_braces_of_the_plans_own_words_are_kept_but_template_names_are_not():
+    assert "{date}" in render_entry(_entry(objective="生成 {date} 的报告"), archive_id=ARCHIVE)
+    with pytest.raises(PlanFileError, match="placeholder"):
+        render_entry(_entry(objective="见 archives/{ARCHIVE_ID}/"), archive_id=ARCHIVE)
+
+
 def test_step_4_keeps_the_timestamp_token_or_a_concrete_bucket():
     entry = _entry()
     concrete = entry.action_steps[3].replace("{TIMESTAMP}", "2026-03-10-09-00-00")
