@@ -75,31 +75,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from multiprocessing.sharedctypes import Synchronized
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench._common import free_port, recreate_database  # noqa: E402 (needs ROOT on the path)
+
 PYTHON = sys.executable
 PURPOSE = "longrun.progress"
 BODY = "正在看：日志 — the progress of a long task, about a line of text."
 SECRET = "bench-secret"  # noqa: S105 (signs the bench's requests to its own receiver)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _recreate_database(url: str) -> None:
-    import psycopg
-
-    parts = urlsplit(url)
-    name = parts.path.lstrip("/")
-    admin = parts._replace(path="/postgres").geturl()
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
-        conn.execute(f'CREATE DATABASE "{name}"')
 
 
 def _receive(port: int, count: Synchronized[int]) -> None:
@@ -304,8 +289,8 @@ def main() -> int:
     args = parser.parse_args()
     phases = [int(k) for k in args.concurrency.split(",")]
 
-    _recreate_database(args.database_url)
-    port = _free_port()
+    recreate_database(args.database_url)
+    port = free_port()
     received: Synchronized[int] = multiprocessing.Value("q", 0)
     receiver = multiprocessing.Process(target=_receive, args=(port, received), daemon=True)
     receiver.start()

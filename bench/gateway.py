@@ -22,7 +22,6 @@ import argparse
 import http.client
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -31,28 +30,14 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench._common import free_port, recreate_database  # noqa: E402 (needs ROOT on the path)
+
 PYTHON = sys.executable
 THREADS = 200
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _recreate_database(url: str) -> None:
-    import psycopg
-
-    parts = urlsplit(url)
-    name = parts.path.lstrip("/")
-    admin = parts._replace(path="/postgres").geturl()
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
-        conn.execute(f'CREATE DATABASE "{name}"')
 
 
 def _request(
@@ -155,7 +140,7 @@ def main() -> int:
     )
     args = parser.parse_args()
 
-    _recreate_database(args.database_url)
+    recreate_database(args.database_url)
     tmp = Path(tempfile.mkdtemp(prefix="xworkmate-bench-"))
     workspace = tmp / "ws"
     workspace.mkdir()
@@ -180,7 +165,7 @@ def main() -> int:
         .splitlines()[-1]
     )
 
-    port = _free_port()
+    port = free_port()
     gunicorn = subprocess.Popen(
         [
             str(Path(PYTHON).with_name("gunicorn")),
