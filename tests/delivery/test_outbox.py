@@ -313,6 +313,14 @@ def test_a_record_message_is_never_pushed(db, settings):
 # --- the record channel: fetch and acknowledge over HTTP ----------------------------------
 
 
+@pytest.mark.parametrize("limit", ["0", "-1", "x", "201", "9" * 5000, "0" * 10 + "5000"])
+def test_a_limit_out_of_range_is_refused_naming_it(db, limit):
+    _, token = api_key_create(name="bridge", scopes=["delivery:read"])
+    answer = ApiClient(token).get(f"/api/delivery/pending?sessionKey=agent:main:a&limit={limit}")
+    assert answer.status_code == 400
+    assert "limit" in answer.json()["error"]["message"]
+
+
 def test_the_bridge_fetches_and_acknowledges_record_messages(db, outcomes):
     _, token = api_key_create(name="bridge", scopes=["delivery:write"])
     bridge = ApiClient(token)

@@ -109,7 +109,10 @@ class PendingMessagesApi(APIView):
         if len(named) > KEY_MAX_LENGTH:
             raise ValidationError({"sessionKey": f"must be at most {KEY_MAX_LENGTH} characters"})
         raw_limit = request.query_params.get("limit", str(MAX_FETCH))
-        if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= MAX_FETCH:
+        # Digits beyond MAX_FETCH's are out of range anyway; int() is not asked to
+        # convert them (past 4300 digits it raises instead of answering).
+        too_long = len(raw_limit.lstrip("0")) > len(str(MAX_FETCH))
+        if not raw_limit.isdigit() or too_long or not 1 <= int(raw_limit) <= MAX_FETCH:
             raise ValidationError({"limit": f"must be an integer from 1 to {MAX_FETCH}"})
         session = _session_of(request, named)
         rows = pending_for_session(session, limit=int(raw_limit))
