@@ -21,7 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, free_port
 from xworkmate.delivery.channels.base import DETAIL_LIMIT, Envelope, Outcome, Result
 from xworkmate.delivery.channels.webhook import WebhookChannel, sign, verify_signature
 
@@ -204,14 +204,6 @@ def raw_server() -> Iterator[Callable[[Callable[[socket.socket, RawServer], None
         listener.close()
 
 
-def _closed_port() -> int:
-    probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    probe.bind(("127.0.0.1", 0))
-    port: int = probe.getsockname()[1]
-    probe.close()  # nothing listens there any more: a connect is refused
-    return port
-
-
 # --- the channel -------------------------------------------------------------------------
 
 
@@ -357,7 +349,7 @@ def test_it_answers_unknown_on_a_garbled_answer(make_channel, raw_server):
 
 
 def test_it_answers_failed_when_the_port_is_closed(make_channel):
-    result = make_channel(f"http://127.0.0.1:{_closed_port()}/hook").send(ENVELOPE)
+    result = make_channel(f"http://127.0.0.1:{free_port()}/hook").send(ENVELOPE)
     assert result.outcome is Outcome.FAILED
     assert "ConnectError" in result.detail
 
@@ -388,7 +380,7 @@ def test_it_answers_failed_when_no_connection_is_made_within_the_connect_timeout
 
 def test_it_answers_failed_for_a_message_that_has_no_utf8_form(make_channel):
     broken = Envelope(**{**ENVELOPE.__dict__, "body": "half a pair \ud800"})
-    result = make_channel(f"http://127.0.0.1:{_closed_port()}/hook").send(broken)
+    result = make_channel(f"http://127.0.0.1:{free_port()}/hook").send(broken)
     assert result.outcome is Outcome.FAILED
     assert "UnicodeEncodeError" in result.detail
 

@@ -26,18 +26,15 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, free_port, http_status
 
 README = ROOT / "README.md"
 SKIP_MARKER = re.compile(r"<!-- readme-test: skip \((?P<reason>[^)]+)\) -->\s*$")
@@ -169,22 +166,6 @@ def fresh_env(home: Path, tmp: Path) -> dict[str, str]:
     return env | {"HOME": str(home), "TMPDIR": str(tmp), "LC_ALL": "C.UTF-8"}
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _status(url: str) -> int:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return int(response.status)
-    except urllib.error.HTTPError as exc:
-        return exc.code
-    except OSError:
-        return 0
-
-
 def run_blocks(blocks: list[Block], *, clone: Path, env: dict[str, str], port: int) -> dict[int, str]:
     """Run the blocks in one bash session; answer each block's output by index."""
     script = ["set -euo pipefail"]
@@ -250,7 +231,7 @@ def test_every_readme_block_runs_as_written_on_a_fresh_machine(tmp_path):
         )
     try:
         deadline = time.monotonic() + 120
-        while _status(f"http://127.0.0.1:{port}/api/ping") != 401:
+        while http_status(f"http://127.0.0.1:{port}/api/ping") != 401:
             assert service.poll() is None, log_path.read_text(errors="replace")
             assert time.monotonic() < deadline, log_path.read_text(errors="replace")
             time.sleep(0.3)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,7 +22,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, free_port
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -47,12 +46,6 @@ def database_url() -> str:
         f"postgresql://{db['USER']}{password}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}"
         f"/{db['NAME']}"
     )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_for(predicate: Callable[[], object], *, timeout: float, what: str) -> object:

@@ -6,23 +6,11 @@ import os
 import re
 import signal
 import subprocess
-import urllib.error
-import urllib.request
 
 import pytest
 
-from tests.conftest import ROOT
-from tests.integration.conftest import free_port, wait_for
-
-
-def _get(url: str) -> int:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return int(response.status)
-    except urllib.error.HTTPError as exc:
-        return exc.code
-    except OSError:
-        return 0
+from tests.conftest import ROOT, free_port, http_status
+from tests.integration.conftest import wait_for
 
 
 def _alive(pid: int) -> bool:
@@ -48,11 +36,11 @@ def test_make_run_serves_health_and_admin_and_stops_on_sigterm(tmp_path):
         proc = subprocess.Popen(["make", "run"], cwd=ROOT, env=env, stdout=log,
                                 stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        wait_for(lambda: _get(f"http://127.0.0.1:{port}/healthz") == 200 or proc.poll() is not None,
+        wait_for(lambda: http_status(f"http://127.0.0.1:{port}/healthz") == 200 or proc.poll() is not None,
                  timeout=180, what="/healthz to answer 200")
         output = log_path.read_text(errors="replace")
         assert proc.poll() is None, output
-        assert _get(f"http://127.0.0.1:{port}/admin/login/") == 200
+        assert http_status(f"http://127.0.0.1:{port}/admin/login/") == 200
         assert (tmp_path / "home" / "xworkmate.sqlite3").exists()
         assert "smoke-test-pw" not in output  # a supplied password is never echoed
     finally:
