@@ -6,6 +6,7 @@ scopes so every endpoint can be checked for who may and who may not call it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
@@ -41,6 +42,13 @@ def manage(*args: str, env: dict[str, str] | None = None) -> subprocess.Complete
 
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def configure(settings: Any, section: str, **values: Any) -> None:
+    """Set config values of one section for this test, as the config file would."""
+    all_values = {name: dict(keys) for name, keys in settings.XWORKMATE.values.items()}
+    all_values[section].update(values)
+    settings.XWORKMATE = dataclasses.replace(settings.XWORKMATE, values=all_values)
 
 
 def free_port() -> int:

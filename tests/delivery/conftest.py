@@ -59,13 +59,6 @@ def receiver() -> Iterator[Receiver]:
     running.close()
 
 
-def configure(settings: Any, section: str, **values: Any) -> None:
-    """Set config values of one section for this test (as the config file would)."""
-    all_values = {name: dict(keys) for name, keys in settings.XWORKMATE.values.items()}
-    all_values[section].update(values)
-    settings.XWORKMATE = dataclasses.replace(settings.XWORKMATE, values=all_values)
-
-
 def use_channels(settings: Any, *channels: DeliveryChannel, routes: dict[str, str]) -> None:
     config = settings.XWORKMATE
     all_routes = dict.fromkeys(DELIVERY_PURPOSES, "record") | routes

@@ -11,8 +11,7 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from tests.conftest import ApiClient
-from tests.delivery.conftest import configure
+from tests.conftest import ApiClient, configure
 from xworkmate.delivery.channels.base import Outcome
 from xworkmate.delivery.channels.webhook import verify_signature
 from xworkmate.delivery.models import Attempt, Message

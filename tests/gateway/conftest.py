@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -10,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ApiClient
+from tests.conftest import ApiClient, configure
 from xworkmate.gateway.models import NativeTask, SessionEntry, SessionMapping, TaskRun
 
 
@@ -20,10 +19,7 @@ def workspace(tmp_path: Path, settings: Any) -> Path:
     root = tmp_path / "ws"
     root.mkdir()
     real = Path(os.path.realpath(root))
-    config = settings.XWORKMATE
-    values = {section: dict(keys) for section, keys in config.values.items()}
-    values["workspace"]["roots"] = (str(real),)
-    settings.XWORKMATE = dataclasses.replace(config, values=values)
+    configure(settings, "workspace", roots=(str(real),))
     return real
 
 

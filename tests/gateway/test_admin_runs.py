@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import html
 import os
 import re
@@ -12,6 +11,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
+from tests.conftest import configure
 from tests.gateway.conftest import prepare
 from xworkmate.gateway.models import SessionEntry, TaskRun
 
@@ -50,10 +50,7 @@ def test_the_task_run_page_finds_artifacts_in_any_configured_root(client, staff,
     first, second = (tmp_path / "first", tmp_path / "second")
     first.mkdir()
     second.mkdir()
-    config = settings.XWORKMATE
-    values = {section: dict(keys) for section, keys in config.values.items()}
-    values["workspace"]["roots"] = (os.path.realpath(first), os.path.realpath(second))
-    settings.XWORKMATE = dataclasses.replace(config, values=values)
+    configure(settings, "workspace", roots=(os.path.realpath(first), os.path.realpath(second)))
     payload = prepare(bridge, appThreadKey="t1", openclawSessionKey="k1", runId="r1",
                       workspaceDir=os.path.realpath(second))
     (second / payload["relativeArtifactDirectory"] / "report.md").write_text("# r\n")

@@ -32,7 +32,8 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 import xworkmate.celery
-from tests.delivery.conftest import configure, use_channels
+from tests.conftest import configure
+from tests.delivery.conftest import use_channels
 from tests.integration.conftest import CeleryProcesses, wait_for
 from xworkmate.config import DeliveryChannel
 from xworkmate.delivery.channels.webhook import verify_signature

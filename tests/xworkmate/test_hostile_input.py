@@ -7,7 +7,6 @@ rule for query parameters, and JSON answers where Django itself answers under
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import json
 import logging
@@ -18,7 +17,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from tests.conftest import ApiClient
+from tests.conftest import ApiClient, configure
 from xworkmate import methods as gateway
 from xworkmate.services import KeyBinding, api_key_create
 
@@ -35,10 +34,7 @@ ENVELOPE_ENDPOINTS = ["/gateway/xworkmate.tasks.get", "/gateway/xworkmate.sessio
 def workspace(tmp_path: Path, settings: Any) -> Path:
     root = Path(os.path.realpath(tmp_path)) / "ws"
     root.mkdir()
-    config = settings.XWORKMATE
-    values = {section: dict(keys) for section, keys in config.values.items()}
-    values["workspace"]["roots"] = (str(root),)
-    settings.XWORKMATE = dataclasses.replace(config, values=values)
+    configure(settings, "workspace", roots=(str(root),))
     return root
 
 

@@ -10,7 +10,6 @@ refusal must be the API's error shape (the gateway envelope under /gateway).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
@@ -25,6 +24,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import configure
 from xworkmate.methods import registered_methods
 from xworkmate.services import KeyBinding, api_key_create
 
@@ -223,10 +223,7 @@ def callers(db: None, tmp_path: Path, settings: Any) -> list[str]:
     """The bridge (every scope, unbound) and an agent (every scope, bound to a run)."""
     root = Path(os.path.realpath(tmp_path)) / "ws"
     root.mkdir()
-    config = settings.XWORKMATE
-    values = {section: dict(keys) for section, keys in config.values.items()}
-    values["workspace"]["roots"] = (str(root),)
-    settings.XWORKMATE = dataclasses.replace(config, values=values)
+    configure(settings, "workspace", roots=(str(root),))
     scopes = ["gateway:write", "plans:write", "longrun:write"]
     _, bridge = api_key_create(name="bridge", scopes=scopes)
     _, agent = api_key_create(name="agent", scopes=scopes,

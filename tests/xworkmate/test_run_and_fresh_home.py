@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sqlite3
 import subprocess
@@ -21,7 +20,7 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from tests.conftest import ROOT, manage
+from tests.conftest import ROOT, configure, manage
 from tests.xworkmate.test_config import parse, problems
 from xworkmate.management.commands import xworkmate as command
 from xworkmate.supervisor import commands, control_socket_args, web_workers
@@ -69,11 +68,8 @@ def test_it_runs_with_the_configured_workers_and_creates_the_workspace_roots(
 ):
     roots = [tmp_path / "ws-a", tmp_path / "ws-b"]
     (tmp_path / "ws-b").mkdir()
-    config = settings.XWORKMATE
-    values = {section: dict(keys) for section, keys in config.values.items()}
-    values["service"]["web_workers"] = 4
-    values["workspace"]["roots"] = tuple(str(r) for r in roots)
-    settings.XWORKMATE = dataclasses.replace(config, values=values)
+    configure(settings, "service", web_workers=4)
+    configure(settings, "workspace", roots=tuple(str(r) for r in roots))
     started: list[dict[str, list[str]]] = []
 
     class FakeSupervisor:
