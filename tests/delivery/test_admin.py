@@ -49,7 +49,7 @@ def queued(monkeypatch) -> list[tuple[str, Any]]:
 def outbox(webhook, queued, django_capture_on_commit_callbacks) -> dict[str, Message]:
     """One message of each status: a webhook message failed (HTTP 500), one unknown
     (its worker died mid-send), one sent; a record message pending for the bridge."""
-    from xworkmate.delivery.services import message_claim
+    from xworkmate.delivery.services import messages_claim
 
     # One at a time: a worker's batch takes every new message waiting.
     webhook.status = 500
@@ -59,8 +59,8 @@ def outbox(webhook, queued, django_capture_on_commit_callbacks) -> dict[str, Mes
     # Its worker died mid-send five minutes ago (so a person may re-send it now).
     unknown = _enqueue(target="agent:main:unknown", key="k-unknown")
     died = timezone.now() - timedelta(minutes=5)
-    claimed = message_claim(new=True, now=died, by="worker")
-    assert claimed is not None and claimed.envelope.message_id == unknown.pk
+    claimed = messages_claim(new=True, now=died, by="worker", limit=1)
+    assert [one.envelope.message_id for one in claimed] == [unknown.pk]
     webhook.status = 200
     with django_capture_on_commit_callbacks(execute=True):
         sent = _enqueue(target="agent:main:sent", key="k-sent")

@@ -17,8 +17,8 @@ from xworkmate.delivery.channels.webhook import verify_signature
 from xworkmate.delivery.models import Attempt, Message
 from xworkmate.delivery.services import (
     DeliveryError,
-    message_claim,
     message_request_resend,
+    messages_claim,
     outbox_enqueue,
     register_outcome_handler,
     unregister_outcome_handler,
@@ -163,15 +163,15 @@ def test_a_timeout_is_unknown_and_retried_only_after_the_cooldown(webhook, outco
 
 def test_a_worker_that_dies_mid_send_leaves_the_message_unknown(webhook):
     message = _enqueue()
-    claimed = message_claim(new=True, now=timezone.now(), by="worker")
-    assert claimed is not None
+    claimed = messages_claim(new=True, now=timezone.now(), by="worker", limit=1)
+    assert len(claimed) == 1
     # ... and the worker is killed here: nothing recorded the outcome.
     message.refresh_from_db()
     assert message.status == "unknown" and message.sent_at is None
     assert Attempt.objects.get().finished_at is None
     # Nobody claims it again meanwhile: not the task run twice, not a dispatcher.
-    assert message_claim(new=True, now=timezone.now(), by="worker") is None
-    assert message_claim(new=False, now=timezone.now(), by="dispatch job") is None
+    assert messages_claim(new=True, now=timezone.now(), by="worker", limit=1) == []
+    assert messages_claim(new=False, now=timezone.now(), by="dispatch job", limit=1) == []
 
 
 def test_a_person_re_sends_a_failed_message_and_is_recorded(webhook, django_capture_on_commit_callbacks):
@@ -373,7 +373,7 @@ def test_health_reports_the_oldest_pending_message(client, db):
 def test_a_message_still_being_sent_cannot_be_re_sent_beside_it(webhook):
     """An open attempt younger than the cooldown may still arrive: no second send beside it."""
     message = _enqueue()
-    message_claim(new=True, now=timezone.now(), by="worker")
+    messages_claim(new=True, now=timezone.now(), by="worker", limit=1)
     message.refresh_from_db()
     assert not message_request_resend(message=message, user=None, now=timezone.now())
     later = timezone.now() + timedelta(minutes=3)  # the worker is surely gone by now

@@ -1,9 +1,10 @@
 """The outbox's write path: enqueue, claim, record what the channel answered, acknowledge.
 
 Every message goes through one life: `outbox_enqueue` writes it in the
-caller's transaction; a worker (on commit) or the dispatch job claims it and
-sends it through its channel; `message_record_outcome` writes what the channel
-answered and runs the purpose's outcome handlers in that same transaction.
+caller's transaction; a worker (on commit) or the dispatch job claims it, in a
+batch (`messages_claim`), and sends it through its channel;
+`messages_record_outcomes` writes what the channel answered and runs the
+purpose's outcome handlers in that same transaction.
 The `record` channel is not pushed: the bridge fetches and acknowledges.
 
 Claiming marks the message `unknown` before anything is sent, and commits:
@@ -44,8 +45,6 @@ __all__ = [
     "OutcomeHandler",
     "channel_config",
     "message_acknowledge",
-    "message_claim",
-    "message_record_outcome",
     "message_request_resend",
     "message_send",
     "messages_claim",
@@ -302,12 +301,6 @@ def messages_claim(*, new: bool, now: datetime, by: str, limit: int) -> list[Cla
     ]
 
 
-def message_claim(*, new: bool, now: datetime, by: str) -> Claimed | None:
-    """Take one message to send (the oldest new one, or the most overdue); None if none."""
-    claimed = messages_claim(new=new, now=now, by=by, limit=1)
-    return claimed[0] if claimed else None
-
-
 def message_send(claimed: Claimed) -> Result:
     """Send a claimed message through its channel (outside any transaction)."""
     channel = _channel(claimed.channel)
@@ -389,24 +382,31 @@ def _record(answered: list[Answered], now: datetime) -> list[Message]:
             updated_at=_not_before_creation(now),
         )
     if released:
-        _release(released, now)
-        for claimed in released:
-            messages[claimed.envelope.message_id].refresh_from_db()
+        _release(released, [messages[one.envelope.message_id] for one in released], now)
     for message, outcome, final in changed:
         _run_handlers(message, outcome, final)
     return [messages[claimed.envelope.message_id] for claimed, _ in answered]
 
 
-def _release(released: list[Claimed], now: datetime) -> None:
+def _release(released: list[Claimed], messages: list[Message], now: datetime) -> None:
     """Undo the claim of messages whose send never started: nothing left the
-    service, so no attempt is counted and they are due again at once (pending)."""
+    service, so no attempt is counted and they are due again at once (pending).
+
+    `messages` are the locked rows of `released`, still owned by these attempts;
+    they are brought up to date in memory as the UPDATE writes them.
+    """
     Attempt.objects.filter(pk__in=[claimed.attempt_id for claimed in released]).delete()
-    Message.objects.filter(pk__in=[claimed.envelope.message_id for claimed in released]).update(
+    Message.objects.filter(pk__in=[message.pk for message in messages]).update(
         status=Message.PENDING,
         attempt_count=F("attempt_count") - 1,
         next_attempt_at=now,
         updated_at=_not_before_creation(now),
     )
+    for message in messages:
+        message.status = Message.PENDING
+        message.attempt_count -= 1
+        message.next_attempt_at = now
+        message.updated_at = max(now, message.created_at)
 
 
 def messages_record_outcomes(*, answered: list[Answered], now: datetime) -> list[Message]:
@@ -439,11 +439,6 @@ def messages_record_outcomes(*, answered: list[Answered], now: datetime) -> list
     if first_error is not None:
         raise first_error
     return recorded
-
-
-def message_record_outcome(*, claimed: Claimed, result: Result, now: datetime) -> Message:
-    """Write what the channel answered for the attempt `claimed`, and run the handlers."""
-    return messages_record_outcomes(answered=[(claimed, result)], now=now)[0]
 
 
 def message_acknowledge(*, message: Message, by: str, now: datetime) -> bool:
