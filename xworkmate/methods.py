@@ -19,7 +19,7 @@ from typing import Any
 
 from xworkmate.lib.errors import GatewayError
 from xworkmate.lib.strict_json import decode_json
-from xworkmate.lib.wire import js_trim
+from xworkmate.lib.wire import js_trim, with_run_identity
 from xworkmate.models import ApiKey
 from xworkmate.policies import SCOPES
 
@@ -119,14 +119,14 @@ def scoped_params(params: Mapping[str, Any], api_key: ApiKey | None) -> dict[str
     """
     if api_key is None or not api_key.is_bound:
         return dict(params)
-    scoped = {k: v for k, v in params.items() if k not in _AGENT_KEY_DECIDES}
-    scoped["openclawSessionKey"] = api_key.bound_session_key
-    scoped["runId"] = api_key.bound_run_id
-    if api_key.bound_workspace_dir:
-        scoped["workspaceDir"] = api_key.bound_workspace_dir
-    if api_key.bound_artifact_scope:
-        scoped["artifactScope"] = api_key.bound_artifact_scope
-    return scoped
+    return with_run_identity(
+        params,
+        drop=_AGENT_KEY_DECIDES,
+        session_key=api_key.bound_session_key,
+        run_id=api_key.bound_run_id,
+        workspace_dir=api_key.bound_workspace_dir,
+        artifact_scope=api_key.bound_artifact_scope,
+    )
 
 
 # Params an agent key's binding decides; whatever the caller sends for them is dropped.

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
 from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.wire import with_run_identity
 
 from .export import list_artifacts
 from .read import read_artifact
@@ -163,13 +164,14 @@ def tool_execute(
         raise GatewayError("sessionKey required")
     if not context.run_id:
         raise GatewayError("runId required")
-    base: dict[str, object] = {k: v for k, v in params.items() if k not in _CONTEXT_KEYS}
-    base["openclawSessionKey"] = context.session_key
-    base["runId"] = context.run_id
-    if context.workspace_dir:
-        base["workspaceDir"] = context.workspace_dir
-    if context.relative_task_directory:
-        base["artifactScope"] = context.relative_task_directory
+    base = with_run_identity(
+        params,
+        drop=_CONTEXT_KEYS,
+        session_key=context.session_key,
+        run_id=context.run_id,
+        workspace_dir=context.workspace_dir,
+        artifact_scope=context.relative_task_directory,
+    )
     action = params.get("action")
     if action == "list":
         return format_manifest_markdown(list_artifacts(base, settings))
