@@ -322,6 +322,19 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "blocked_after_failures": Key(
             3, _int_at_least(1), doc="undelivered heartbeats before a task turns blocked"
         ),
+        "auto_resume": Key(
+            False,
+            _check_bool,
+            doc="keepalive queues resume messages (else it only plans them)",
+        ),
+        "time_zone": Key(
+            "Asia/Shanghai", _check_time_zone, doc="zone of times without offset and of output"
+        ),
+        "archive_after": Key(
+            timedelta(days=7),
+            _check_duration,
+            doc="cleanup archives done, blocked and handoff tasks older than this (D-B16)",
+        ),
     },
 }
 

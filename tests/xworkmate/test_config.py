@@ -75,6 +75,9 @@ EXPECTED_DEFAULTS = {
     ("longrun", "stale"): timedelta(minutes=10),
     ("longrun", "unknown_cooldown"): timedelta(minutes=2),
     ("longrun", "blocked_after_failures"): 3,
+    ("longrun", "auto_resume"): False,
+    ("longrun", "time_zone"): "Asia/Shanghai",
+    ("longrun", "archive_after"): timedelta(days=7),
 }
 
 
