@@ -54,9 +54,7 @@ class _ScheduleField(serializers.DictField):
 # Not blank once stripped: DRF strips with Python's str.strip, whose whitespace is
 # not that of `\s` in a schema pattern (ECMAScript's), so it is spelled out (no
 # character above U+3000 is whitespace).
-_PYTHON_WHITESPACE = "".join(
-    f"\\u{code:04x}" for code in range(0x3001) if chr(code).isspace()
-)
+_PYTHON_WHITESPACE = "".join(f"\\u{code:04x}" for code in range(0x3001) if chr(code).isspace())
 
 
 @extend_schema_field({"type": "string", "pattern": f"[^{_PYTHON_WHITESPACE}]"})

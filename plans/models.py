@@ -19,6 +19,14 @@ from django.utils.translation import gettext_lazy as _
 from xworkmate.lib.wire import KEY_MAX_LENGTH
 
 SHA256_LENGTH = 64
+
+# What the scheduler does with fire times missed while it was down (D-C10).
+MISSED_RUN_LATEST = "run-latest"
+MISSED_SKIP = "skip"
+MISSED_POLICIES = (
+    (MISSED_RUN_LATEST, _("run the newest missed fire time once")),
+    (MISSED_SKIP, _("skip and record")),
+)
 # UUIDs, ARCHIVE_IDs, job ids and turn ids: generous, bounded.
 ID_MAX_LENGTH = 200
 
@@ -30,6 +38,9 @@ class Plan(models.Model):
     agent_id = models.CharField(_("agent"), max_length=ID_MAX_LENGTH)
     # The conversation that created the plan; an agent key only sees its own.
     session_key = models.CharField(_("session key"), max_length=KEY_MAX_LENGTH, db_index=True)
+    # Why the PLAN.md on disk is not applied (reconciliation): the line and the
+    # rule. Empty when the file and the last revision agree or the file is valid.
+    problem = models.TextField(_("problem on disk"), blank=True)
     created_at = models.DateTimeField(_("created at"), default=timezone.now)
     updated_at = models.DateTimeField(_("updated at"), default=timezone.now)
 
@@ -120,6 +131,14 @@ class Entry(models.Model):
         related_name="+",
         verbose_name=_("confirmed revision"),
     )
+    # What a confirmation would schedule (the job's schedule and message), proposed
+    # with the revision; None for an entry found on disk that nobody proposed a
+    # schedule for yet.
+    schedule = models.JSONField(_("proposed schedule"), null=True, blank=True)
+    message = models.TextField(_("proposed message"), blank=True)
+    missed = models.CharField(
+        _("missed fire times"), max_length=16, choices=MISSED_POLICIES, default=MISSED_RUN_LATEST
+    )
     # Why it is blocked (archive-protocol's ARCHIVE_REASON), when it is.
     blocked_reason = models.TextField(_("blocked because"), blank=True)
     created_at = models.DateTimeField(_("created at"), default=timezone.now)
@@ -198,19 +217,47 @@ class Confirmation(models.Model):
         return f"{self.entry} r{self.revision.number} ({self.how})"
 
 
+class ChangeRequest(models.Model):
+    """A person's request to change a revision instead of confirming it (§2.3 step 5)."""
+
+    entry = models.ForeignKey(
+        Entry, on_delete=models.CASCADE, related_name="change_requests", verbose_name=_("entry")
+    )
+    revision = models.ForeignKey(
+        Revision, on_delete=models.PROTECT, related_name="+", verbose_name=_("revision")
+    )
+    how = models.CharField(_("how"), max_length=8, choices=Confirmation.CHANNELS)
+    turn_id = models.CharField(_("turn"), max_length=ID_MAX_LENGTH, blank=True)
+    comment = models.TextField(_("comment"))
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("requested by"),
+    )
+    relayed_by = models.CharField(_("relayed by"), max_length=200, blank=True)
+    requested_at = models.DateTimeField(_("requested at"), default=timezone.now)
+
+    class Meta:
+        verbose_name = _("change request")
+        verbose_name_plural = _("change requests")
+        ordering = ("-requested_at", "-id")
+        constraints = [
+            models.CheckConstraint(condition=~Q(comment=""), name="plans_change_request_says_what"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.entry} r{self.revision.number}: {self.comment[:40]}"
+
+
 class Job(models.Model):
     """The schedule of a confirmed entry: OpenClaw's CronJob (§8.1) with its state.
 
     `confirmation` is required: no job without a person's confirmation of the
     revision it runs (D-C3). A new confirmed revision moves the job to it.
     """
-
-    MISSED_RUN_LATEST = "run-latest"
-    MISSED_SKIP = "skip"
-    MISSED_POLICIES = (
-        (MISSED_RUN_LATEST, _("run the newest missed fire time once")),
-        (MISSED_SKIP, _("skip and record")),
-    )
 
     job_id = models.CharField(_("job id"), max_length=ID_MAX_LENGTH, unique=True)
     entry = models.OneToOneField(
@@ -235,6 +282,9 @@ class Job(models.Model):
     missed = models.CharField(
         _("missed fire times"), max_length=16, choices=MISSED_POLICIES, default=MISSED_RUN_LATEST
     )
+    # A cancelled job, or a one-shot that succeeded, leaves the schedule but keeps
+    # its row and runs (OpenClaw deletes it; its history is worth more here).
+    removed_at = models.DateTimeField(_("removed at"), null=True, blank=True)
     # state (CronJobState): next_run_at is the scheduler's index (D-C1).
     next_run_at = models.DateTimeField(_("next run"), null=True, blank=True)
     running_at_ms = models.BigIntegerField(_("runningAtMs"), null=True, blank=True)

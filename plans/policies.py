@@ -1,16 +1,38 @@
 """Pure rules of the plans app. No database, no clock: callers pass what they know.
 
-Today: what counts as a person's explicit confirmation of a PLAN.md revision
-(§2.4, D-C5), each refusal naming the rule it enforces.
+What counts as a person's explicit confirmation of a PLAN.md revision (§2.4,
+D-C5); what a vague request's clarification must contain (§2.2); the shape a
+job must keep (D-C7); when a job runs next, after a run and after downtime
+(§8.4, §8.5, D-C8, D-C10); how a job shows in a list (§6). Each refusal names
+the rule it enforces.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-__all__ = ["ConfirmationVerdict", "confirmation_verdict", "normalise_message"]
+from plans.schedule import ScheduleError, compute_next_run_ms, parse_at_ms
+
+__all__ = [
+    "BACKOFF_MS",
+    "MAX_MISSED_RECORDED",
+    "STUCK_RUNNING_MS",
+    "CatchUp",
+    "ConfirmationVerdict",
+    "JobOutcome",
+    "catch_up",
+    "clarification_problems",
+    "confirmation_verdict",
+    "display_status",
+    "first_instruction",
+    "is_schedule_request",
+    "job_next_run_ms",
+    "job_outcome",
+    "message_problem",
+    "normalise_message",
+]
 
 # Words that turn a reply into a change request (§2.4 "改/换/调整/不过/但是…").
 _CHANGE_MARKERS = ("改", "换", "调整", "不过", "但是", "修改", "变更", "而是", "除了")
@@ -80,3 +102,218 @@ def confirmation_verdict(
         "F2/F3: not an explicit confirmation; the message must be one of "
         "plans.confirmation_phrases (e.g. 确认)"
     )
+
+
+# --- the vague-request rule (§2.2) -------------------------------------------------------
+
+OTHER_LINE = "其他：[由用户补充]"
+_TRIGGERS = ("定时计划", "定时任务", "提醒", "自动化安排", "周期任务", "延迟任务", "cron")
+_BASELINE = re.compile(r"(预设)?基准方案|默认方案")
+# "A. …", "B、…", "1) …", "（2）…", "选项一：…" at the start of a line.
+_OPTION = re.compile(
+    r"\s*(?:[-*•]\s*)?(?:[（(]?(?:[A-Da-d]|[1-9]|[一二三四])[.、)）:：]|选项\s*[A-Da-d1-9一二三四])\s*\S"
+)
+
+
+def is_schedule_request(message: str) -> bool:
+    """Whether a user message opens the schedule-plan protocol (§2.3 transition 1)."""
+    text = message.casefold() if isinstance(message, str) else ""
+    return any(trigger in text for trigger in _TRIGGERS)
+
+
+def clarification_problems(reply: str) -> list[str]:
+    """What a reply to a vague request lacks (§2.2, F8); [] when it keeps the rule.
+
+    It must give one default baseline proposal (预设基准方案), 2-3 structured
+    options, and end with the literal line `其他：[由用户补充]`; an open question
+    alone is the "开放式命题作文" the skill forbids.
+    """
+    lines = [line.strip() for line in (reply or "").splitlines() if line.strip()]
+    problems: list[str] = []
+    if not any(_BASELINE.search(line) for line in lines):
+        problems.append("预设基准方案: the reply must give one default baseline proposal")
+    options = [line for line in lines[:-1] if _OPTION.match(line) and OTHER_LINE not in line]
+    if not 2 <= len(options) <= 3:
+        problems.append(
+            "2-3 个结构化选项: the reply must offer 2 to 3 structured options "
+            f"(found {len(options)})"
+        )
+    if not lines or not lines[-1].endswith(OTHER_LINE):
+        problems.append(f"最后追加 {OTHER_LINE}: the reply's last line must be {OTHER_LINE}")
+    return problems
+
+
+# --- the job's shape (§4, D-C7) ----------------------------------------------------------
+
+
+def first_instruction(archive_id: str, task_id: str) -> str:
+    """The mandatory first instruction of a job's message (§4.1)."""
+    return f"从路径 archives/{archive_id}/PLAN.md 中读取 Task_ID: {task_id} 的详细计划并按步骤执行"
+
+
+def message_problem(message: str, *, archive_id: str, task_id: str) -> str | None:
+    """Why a job message breaks §4.3, or None: trimmed, it must start with the instruction."""
+    if not isinstance(message, str) or not message.strip():
+        return "message: required, it starts with the first instruction"
+    expected = first_instruction(archive_id, task_id)
+    if not message.strip().startswith(expected):
+        return f"message: the first instruction must be 「{expected}」 (§4.1, D-C7)"
+    return None
+
+
+# --- when a job runs (§8.4, §8.5, D-C8, D-C10) -----------------------------------------------
+
+# OpenClaw's error backoff, indexed by consecutive errors (capped at the last).
+BACKOFF_MS = (30_000, 60_000, 300_000, 900_000, 3_600_000)
+# A run marker older than this is a worker that died: cleared at the next tick.
+STUCK_RUNNING_MS = 2 * 3_600_000
+# A cron job that succeeded runs again no sooner than this after it ended.
+_MIN_GAP_MS = 2_000
+# Fire times recorded one by one after downtime; beyond, the last row counts the rest.
+MAX_MISSED_RECORDED = 100
+
+
+def _kind(schedule: Mapping[str, object]) -> str:
+    return str(schedule.get("kind", "")).strip().lower()
+
+
+def job_next_run_ms(
+    schedule: Mapping[str, object],
+    *,
+    now_ms: int,
+    host_tz: str,
+    job_id: str,
+    last_run_at_ms: int | None,
+    last_status: str,
+) -> int | None:
+    """OpenClaw's `computeJobNextRunAtMs`: the schedule's next run, at job level.
+
+    An `at` stays due, even in the past, until it succeeds; an `every` job that
+    ran continues from its last run when that is still ahead.
+    """
+    kind = _kind(schedule)
+    if kind == "at":
+        if last_status == "ok":
+            return None
+        return parse_at_ms(schedule.get("at"))
+    if kind == "every" and last_run_at_ms is not None:
+        raw = schedule.get("everyMs")
+        every = int(raw) if isinstance(raw, int | float) else 0
+        if every > 0 and last_run_at_ms + every > now_ms:
+            return last_run_at_ms + every
+    return compute_next_run_ms(schedule, now_ms=now_ms, host_tz=host_tz, job_id=job_id)
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    next_run_ms: int | None
+    enabled: bool
+    removed: bool  # a one-shot that succeeded leaves the schedule (kept, not deleted)
+    consecutive_errors: int
+    schedule_error: str = ""
+
+
+def job_outcome(
+    schedule: Mapping[str, object],
+    *,
+    status: str,
+    ended_ms: int,
+    consecutive_errors: int,
+    host_tz: str,
+    job_id: str,
+    run_at_ms: int,
+    retry_one_shot: bool = False,
+) -> JobOutcome:
+    """OpenClaw's `applyJobResult` (§8.5) with the backoff of D-C8.
+
+    `status` is ok, error or skipped; `consecutive_errors` is the count before
+    this run. A one-shot is removed after success and disabled after anything
+    else (no retry unless the plan asks for it, D-C8); a recurring job that
+    failed waits at least its backoff, one that succeeded at least 2 s.
+    """
+    errors = consecutive_errors + 1 if status == "error" else 0
+    kind = _kind(schedule)
+    if kind == "at":
+        if status == "ok":
+            return JobOutcome(None, False, True, errors)
+        if status == "error" and retry_one_shot and errors <= len(BACKOFF_MS):
+            return JobOutcome(ended_ms + BACKOFF_MS[errors - 1], True, False, errors)
+        return JobOutcome(None, False, False, errors)
+    try:
+        natural = job_next_run_ms(
+            schedule,
+            now_ms=ended_ms,
+            host_tz=host_tz,
+            job_id=job_id,
+            last_run_at_ms=run_at_ms,
+            last_status=status,
+        )
+    except ScheduleError as exc:
+        return JobOutcome(None, True, False, errors, schedule_error=f"schedule error: {exc}")
+    if natural is None:
+        return JobOutcome(None, True, False, errors)
+    if status == "error":
+        backoff = BACKOFF_MS[min(errors, len(BACKOFF_MS)) - 1]
+        return JobOutcome(max(natural, ended_ms + backoff), True, False, errors)
+    if kind == "cron":
+        return JobOutcome(max(natural, ended_ms + _MIN_GAP_MS), True, False, errors)
+    return JobOutcome(natural, True, False, errors)
+
+
+@dataclass(frozen=True)
+class CatchUp:
+    run_ms: int | None  # the fire time to run now, if any
+    missed_ms: tuple[int, ...]  # fire times recorded as missed (at most MAX_MISSED_RECORDED)
+    missed_more: int  # missed fire times beyond those, counted in the last row
+    next_ms: int | None  # the first fire time after now (what the job waits for next)
+
+
+def catch_up(
+    schedule: Mapping[str, object],
+    *,
+    due_ms: int,
+    now_ms: int,
+    host_tz: str,
+    job_id: str,
+    policy: str,
+) -> CatchUp:
+    """What a tick does with a job due since `due_ms` (D-C10).
+
+    When more than one fire time has passed (the service was down), none is
+    skipped silently: by default (`run-latest`) the newest runs once and the
+    older ones are recorded as missed; `skip` records them all and runs none.
+    A one-shot has a single fire time, which runs once however late.
+    """
+    if _kind(schedule) == "at":
+        return CatchUp(due_ms, (), 0, None)
+    passed = [due_ms]
+    more = 0
+    cursor: int | None = due_ms
+    while cursor is not None:
+        cursor = compute_next_run_ms(schedule, now_ms=cursor, host_tz=host_tz, job_id=job_id)
+        if cursor is None or cursor > now_ms:
+            break
+        if len(passed) > MAX_MISSED_RECORDED:
+            # Keep the newest MAX_MISSED_RECORDED + 1; count the dropped oldest ones.
+            passed.pop(0)
+            more += 1
+        passed.append(cursor)
+    if policy == "skip" and len(passed) > 1:
+        return CatchUp(None, tuple(passed), more, cursor)
+    return CatchUp(passed[-1], tuple(passed[:-1]), more, cursor)
+
+
+# --- the list's display status (§6) -----------------------------------------------------------
+
+_DISPLAY = {"ok": ("done", "已完成"), "error": ("failed", "失败"), "skipped": ("skipped", "已跳过")}
+
+
+def display_status(
+    *, enabled: bool, running_at_ms: int | None, last_run_status: str
+) -> tuple[str, str]:
+    """(code, 中文) of a job in a list, as the original product shows it (§6, case 91)."""
+    if not enabled:
+        return "disabled", "已暂停"
+    if running_at_ms is not None:
+        return "running", "执行中"
+    return _DISPLAY.get(last_run_status, ("pending", "待执行"))

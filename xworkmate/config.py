@@ -263,7 +263,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
         ),
     },
     "plans": {
-        "archive_root": Key("", _check_str, doc="empty = <default workspace>/archives"),
+        "workspace": Key(
+            "", _check_str, doc="agent workspace of archives/<ARCHIVE_ID>/PLAN.md; empty = the first"
+        ),
         "time_zone": Key("Asia/Shanghai", _check_time_zone, doc="zone of schedules without tz"),
         "min_every": Key(
             timedelta(seconds=1), _check_duration, doc="smallest everyMs a schedule may use"
@@ -450,9 +452,14 @@ class Config:
         return roots
 
     @property
-    def archive_root(self) -> str:
-        root: str = self.get("plans", "archive_root")
-        return root or str(Path(self.workspace_roots[0]) / "archives")
+    def plans_workspace(self) -> Path:
+        """The agent workspace whose archives/<ARCHIVE_ID>/PLAN.md the plans app keeps.
+
+        The path inside it is the protocol's (§3.1), so a job's first instruction
+        (`从路径 archives/<ARCHIVE_ID>/PLAN.md …`) names the file the agent reads.
+        """
+        root: str = self.get("plans", "workspace") or self.workspace_roots[0]
+        return Path(root).expanduser()
 
 
 def resolve_config_path(env: Mapping[str, str], cwd: Path) -> Path | None:

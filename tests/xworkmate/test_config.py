@@ -56,7 +56,7 @@ EXPECTED_DEFAULTS = {
     ("artifacts", "openclaw_tmp_dir"): "",
     ("artifacts", "max_inline_total_bytes"): 33554432,
     ("artifacts", "hash_budget"): timedelta(seconds=10),
-    ("plans", "archive_root"): "",
+    ("plans", "workspace"): "",
     ("plans", "time_zone"): "Asia/Shanghai",
     ("plans", "min_every"): timedelta(seconds=1),
     ("plans", "confirmation_phrases"): (
@@ -94,11 +94,13 @@ def test_it_has_the_documented_default_for_every_key():
         ("liveness", "xworkmate.liveness", timedelta(seconds=30), None, True),
         ("delivery-dispatch", "xworkmate.delivery.dispatch", timedelta(seconds=10), None, True),
         ("task-run-history-purge", "xworkmate.purge_task_run_history", timedelta(hours=1), None, False),
+        ("plans-tick", "plans.tick", timedelta(seconds=15), None, True),
+        ("plans-reconcile", "plans.reconcile", timedelta(minutes=5), None, True),
     ]
     assert config.database_url == f"sqlite:///{HOME}/xworkmate.sqlite3"
     assert config.broker_url == "filesystem://"
     assert config.broker_folder == HOME / "broker"
-    assert config.archive_root == "~/.openclaw/workspace/archives"
+    assert config.plans_workspace == Path("~/.openclaw/workspace").expanduser()
 
 
 def test_the_example_file_documents_every_key_with_its_default():
@@ -149,7 +151,7 @@ enabled = false
     assert config.get("service", "language_code") == "en"
     assert config.database_url == "postgresql://u:p@db:5432/xw"
     assert config.workspace_roots == ("/srv/ws", "/srv/other")
-    assert config.archive_root == "/srv/ws/archives"
+    assert config.plans_workspace == Path("/srv/ws")
     assert config.get("longrun", "progress_every") == timedelta(hours=1, minutes=30)
     assert config.delivery_channels[1].read_timeout == timedelta(seconds=5)
     assert config.delivery_routes["longrun.progress"] == "ops"
