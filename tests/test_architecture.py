@@ -18,7 +18,7 @@ import pytest
 from tests.conftest import ROOT
 
 PACKAGES = ("xworkmate", "artifacts", "plans", "longrun")
-PURE = ("xworkmate.lib", "artifacts.engine", "plans.schedule", "plans.planfile")
+PURE = ("xworkmate.lib", "artifacts.engine", "plans.schedule", "plans.planfile", "longrun.policies")
 LINT = Path(sys.executable).with_name("lint-imports")
 
 
@@ -44,6 +44,7 @@ def test_the_contracts_are_kept():
         ("artifacts/engine/refs.py", "from xworkmate import config", "D-K2 pure layer: only itself"),
         ("plans/schedule/engine.py", "import artifacts.engine", "D-K2 pure layer: only itself"),
         ("plans/planfile/entry.py", "import django", "D-K2 pure layer: no framework"),
+        ("longrun/policies/timing.py", "import django", "D-K2 pure layer: no framework"),
         ("xworkmate/health.py", "import plans.selectors", "D-K1 kernel: imports no app"),
         ("xworkmate/admin.py", "from xworkmate.gateway import models", "D-K1 kernel: imports no app"),
         ("plans/selectors.py", "from xworkmate.gateway.models import TaskRun", "D-K3 apps: only engines"),

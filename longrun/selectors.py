@@ -1,0 +1,359 @@
+"""Reads of long-run mode: each read-only script of the original as one function (§7).
+
+Each answers an `Answer`, the original's output and exit code (D-B18), or
+raises a `LongrunError`. The rules are in longrun.policies; these functions
+load the rows and hand them over. The reports that walk every task (the
+watchdog's) read the live tasks in creation order, as the original walked its
+JSON object; one task they cannot handle is an error item, and the report
+goes on (D-B5).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db.models import QuerySet
+
+from longrun.models import LIVE, LongTask, SessionLock
+from longrun.policies import reports
+from longrun.policies.answers import (
+    EXIT_ACTION,
+    EXIT_INVALID,
+    EXIT_OK,
+    Answer,
+    LongrunError,
+)
+from longrun.policies.facts import Rules
+from longrun.policies.messages import DISPATCH_NOTE
+from longrun.policies.states import ACTIVE_STATES, STATES
+from longrun.policies.timing import (
+    OK,
+    RECOVERY,
+    Verdict,
+    progress_slot,
+    recently_unknown,
+    watchdog_verdict,
+    whole_second,
+)
+from xworkmate.lib.timezones import get_zone
+from xworkmate.lib.wire import js_trim
+
+__all__ = [
+    "foreground_check",
+    "foreground_dispatch_plan",
+    "foreground_due_events",
+    "foreground_tick",
+    "keepalive_resume_event",
+    "keepalive_tick",
+    "live_tasks",
+    "lock_table",
+    "locks_show",
+    "longrun_rules",
+    "progress_update",
+    "recovery_messages",
+    "recovery_report",
+    "sessions_send_payloads",
+    "task_named",
+    "task_show",
+    "task_start_validation",
+    "tasks_list",
+    "watchdog_check",
+    "work_cycle_tick",
+]
+
+
+def longrun_rules() -> Rules:
+    """The `[longrun]` section of the running config."""
+    config = settings.XWORKMATE
+    return Rules(
+        progress_every=config.get("longrun", "progress_every"),
+        idle=config.get("longrun", "idle"),
+        stale=config.get("longrun", "stale"),
+        unknown_cooldown=config.get("longrun", "unknown_cooldown"),
+        blocked_after_failures=config.get("longrun", "blocked_after_failures"),
+        zone=get_zone(config.get("longrun", "time_zone")),
+        auto_resume=config.get("longrun", "auto_resume"),
+        archive_after=config.get("longrun", "archive_after"),
+    )
+
+
+def live_tasks() -> QuerySet[LongTask]:
+    """The store: every task not archived (D-B16), in the order they were created."""
+    return LongTask.objects.filter(LIVE).order_by("id")
+
+
+def task_named(name: str) -> LongTask:
+    """The live task called `name`, or the original's `task not found: <name>` (exit 1)."""
+    task = live_tasks().filter(name=js_trim(name)).first() if isinstance(name, str) else None
+    if task is None:
+        raise LongrunError(
+            exit_code=EXIT_ACTION,
+            body=f"task not found: {name}",
+            field="task",
+            rule="must name a tracked long task",
+        )
+    return task
+
+
+def lock_table() -> dict[str, str]:
+    """The original's `active_long_runs_by_session`: session key -> task name."""
+    return dict(
+        SessionLock.objects.order_by("origin_session_key").values_list(
+            "origin_session_key", "task__name"
+        )
+    )
+
+
+# --- task_state.py's reads (§7.1) ----------------------------------------------------------------
+
+
+def task_show(*, name: str) -> Answer:
+    return Answer(EXIT_OK, reports.task_record(task_named(name), longrun_rules().zone))
+
+
+def tasks_list() -> Answer:
+    zone = longrun_rules().zone
+    lines = [reports.list_line(task, zone) for task in live_tasks()]
+    return Answer(EXIT_OK, "\n".join(lines) if lines else "no tasks")
+
+
+def locks_show() -> Answer:
+    return Answer(EXIT_OK, lock_table())
+
+
+# --- validate_task_start.py (§7.2) ---------------------------------------------------------------
+
+
+def task_start_validation(
+    *, name: str, expect_session_key: str = "", expect_states: Iterable[str] = ()
+) -> Answer:
+    """Whether the task really started in its target session: only then may the agent say so."""
+    states = list(expect_states) or list(ACTIVE_STATES)
+    for state in states:
+        if state not in STATES:
+            raise LongrunError(
+                exit_code=EXIT_INVALID,
+                body=f"invalid state: {state}",
+                field="expect_state",
+                rule=f"must be one of {', '.join(STATES)}",
+            )
+    task = live_tasks().filter(name=js_trim(name)).first()
+    if task is None:
+        return reports.start_validation_not_found(name)
+    owner = (
+        SessionLock.objects.filter(origin_session_key=task.origin_session_key)
+        .values_list("task__name", flat=True)
+        .first()
+        if task.origin_session_key
+        else None
+    )
+    return reports.start_validation(
+        task,
+        lock_owner=owner,
+        expect_session_key=js_trim(expect_session_key),
+        expect_states=states,
+    )
+
+
+# --- the foreground heartbeat (§7.3–§7.6) --------------------------------------------------------
+
+
+def foreground_check(*, name: str, now: datetime) -> Answer:
+    return reports.foreground_check(task_named(name), whole_second(now), longrun_rules().zone)
+
+
+def progress_update(*, name: str) -> Answer:
+    return reports.progress_update(task_named(name))
+
+
+def foreground_tick(*, name: str, now: datetime) -> Answer:
+    return reports.foreground_tick(task_named(name), whole_second(now), longrun_rules().zone)
+
+
+def work_cycle_tick(*, name: str, step: str = "", now: datetime) -> Answer:
+    return reports.work_cycle_tick(
+        task_named(name), step=step, now=whole_second(now), zone=longrun_rules().zone
+    )
+
+
+# --- the watchdog's view, shared by its reports (§7.7, §7.10) ------------------------------------
+
+
+@dataclass(frozen=True)
+class _Survey:
+    """Every live task sorted as the watchdog sorts them."""
+
+    due: list[tuple[LongTask, Verdict]]
+    progress: list[tuple[LongTask, Verdict]]
+    ok: list[str]
+    errors: list[dict[str, str]]
+
+    def with_errors(self, body: dict[str, Any]) -> dict[str, Any]:
+        """`body` with the error items of D-B5 when there are any."""
+        return body | {"errors": self.errors} if self.errors else body
+
+    def exit_code(self, *, action: bool) -> int:
+        return EXIT_ACTION if action or self.errors else EXIT_OK
+
+
+def _survey(now: datetime, stale: timedelta) -> _Survey:
+    survey = _Survey([], [], [], [])
+    for task in live_tasks():
+        verdict = watchdog_verdict(task, now, stale)
+        if verdict.kind == OK:
+            survey.ok.append(task.name)
+        elif not task.origin_session_key:
+            # The original raised here and the whole run died (D-B5).
+            survey.errors.append(
+                reports.error_item(task.name, reports.missing_key_error(task.name).text)
+            )
+        else:
+            (survey.due if verdict.kind == RECOVERY else survey.progress).append((task, verdict))
+    return survey
+
+
+def watchdog_check(*, now: datetime, stale: timedelta | None = None) -> Answer:
+    """watchdog.py check --json: which tasks need recovery, which a progress update."""
+    rules = longrun_rules()
+    survey = _survey(whole_second(now), stale or rules.stale)
+    body = {
+        "due": [reports.watchdog_summary(task, v, rules.zone) for task, v in survey.due],
+        "progress": [reports.watchdog_summary(task, v, rules.zone) for task, v in survey.progress],
+        "ok": survey.ok,
+    }
+    return Answer(
+        survey.exit_code(action=bool(survey.due or survey.progress)), survey.with_errors(body)
+    )
+
+
+def _recovery_items(survey: _Survey, rules: Rules) -> list[tuple[LongTask, dict[str, Any]]]:
+    return [
+        (task, reports.recovery_item(task, verdict, rules.zone))
+        for task, verdict in (*survey.due, *survey.progress)
+    ]
+
+
+def recovery_report(*, now: datetime, stale: timedelta | None = None) -> Answer:
+    """recover_due_tasks.py --json: each overdue task with its recovery suggestion."""
+    rules = longrun_rules()
+    survey = _survey(whole_second(now), stale or rules.stale)
+    items = [item for _, item in _recovery_items(survey, rules)]
+    body = {"due_count": len(survey.due), "progress_count": len(survey.progress), "items": items}
+    return Answer(survey.exit_code(action=bool(items)), survey.with_errors(body))
+
+
+def recovery_messages(*, now: datetime, stale: timedelta | None = None) -> Answer:
+    """emit_recovery_message.py --json: the human-readable message of each item."""
+    rules = longrun_rules()
+    survey = _survey(whole_second(now), stale or rules.stale)
+    messages = [
+        reports.recovery_message_item(task, item) for task, item in _recovery_items(survey, rules)
+    ]
+    body = {
+        "due_count": len(survey.due),
+        "progress_count": len(survey.progress),
+        "messages": messages,
+    }
+    return Answer(survey.exit_code(action=bool(messages)), survey.with_errors(body))
+
+
+def sessions_send_payloads(*, now: datetime, stale: timedelta | None = None) -> Answer:
+    """build_sessions_send_payloads.py: one sessions_send payload per item (not sent)."""
+    rules = longrun_rules()
+    survey = _survey(whole_second(now), stale or rules.stale)
+    payloads = [
+        reports.sessions_send_payload(task, reports.recovery_message_item(task, item))
+        for task, item in _recovery_items(survey, rules)
+    ]
+    body = {
+        "due_count": len(survey.due),
+        "progress_count": len(survey.progress),
+        "tool": "sessions_send",
+        "payloads": payloads,
+    }
+    return Answer(survey.exit_code(action=bool(payloads)), survey.with_errors(body))
+
+
+# --- foreground events (§7.7, §7.8) --------------------------------------------------------------
+
+
+def _foreground_events(
+    now: datetime, stale: timedelta, cooldown: timedelta
+) -> tuple[list[dict[str, Any]], list[dict[str, str]], _Survey]:
+    survey = _survey(now, stale)
+    events: list[dict[str, Any]] = []
+    skipped: list[dict[str, str]] = []
+    for task, verdict in survey.progress:
+        event = reports.foreground_event(
+            task, reason=verdict.reason, slot=progress_slot(now, task.progress_every_seconds)
+        )
+        if recently_unknown(task, event.message_hash, now, cooldown):
+            skipped.append(event.skipped())
+        else:
+            events.append(event.body)
+    return events, skipped, survey
+
+
+def foreground_due_events(
+    *,
+    now: datetime,
+    stale: timedelta | None = None,
+    unknown_cooldown: timedelta | None = None,
+) -> Answer:
+    """emit_foreground_due.py: the heartbeat events due now (generated, not sent).
+
+    Only the watchdog's `progress` tasks: a task that needs recovery gets none.
+    """
+    rules = longrun_rules()
+    events, skipped, survey = _foreground_events(
+        whole_second(now), stale or rules.stale, unknown_cooldown or rules.unknown_cooldown
+    )
+    body = {
+        "event_count": len(events),
+        "events": events,
+        "skipped_unknown_count": len(skipped),
+        "skipped_unknown": skipped,
+    }
+    return Answer(survey.exit_code(action=bool(events)), survey.with_errors(body))
+
+
+def foreground_dispatch_plan(*, now: datetime, unknown_cooldown: timedelta | None = None) -> Answer:
+    """dispatch_foreground_due.py: the sessions_send plan for the due events.
+
+    As in the original, the stale window is not a parameter: the configured one applies.
+    """
+    rules = longrun_rules()
+    events, skipped, survey = _foreground_events(
+        whole_second(now), rules.stale, unknown_cooldown or rules.unknown_cooldown
+    )
+    dispatches = [reports.dispatch_of(event) for event in events]
+    body = {
+        "dispatch_count": len(dispatches),
+        "dispatches": dispatches,
+        "skipped_unknown_count": len(skipped),
+        "skipped_unknown": skipped,
+        "note": DISPATCH_NOTE,
+    }
+    return Answer(survey.exit_code(action=bool(dispatches)), survey.with_errors(body))
+
+
+# --- keepalive (§7.9) ----------------------------------------------------------------------------
+
+
+def keepalive_tick(*, name: str, now: datetime, idle: timedelta | None = None) -> Answer:
+    rules = longrun_rules()
+    return reports.keepalive_tick(
+        task_named(name), whole_second(now), idle or rules.idle, rules.zone
+    )
+
+
+def keepalive_resume_event(*, name: str, now: datetime, idle: timedelta | None = None) -> Answer:
+    """emit_keepalive_resume.py: the resume event of an idle task (generated, not sent)."""
+    rules = longrun_rules()
+    return reports.keepalive_event(
+        task_named(name), whole_second(now), idle or rules.idle, rules.zone
+    )

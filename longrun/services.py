@@ -1,0 +1,1274 @@
+"""The write path of long-run mode: every state change of a long task, its locks and its log.
+
+Each function is one operation of the original scripts (task_state.py's
+subcommands, run_keepalive_once, run_watchdog_once, cleanup_state) or one of
+the monitors Celery beat calls, and answers the original's output and exit
+code (`Answer`, D-B18) or raises `LongrunError` having written nothing: every
+input is checked before the first write, and each operation is one
+transaction.
+
+Messages go out only through the outbox, in the transaction of the change
+that causes them, and count as sent only when the channel confirms it
+(D-B10): the outcome handlers at the end of this module, registered in
+LongrunConfig.ready(), write the task's bookkeeping from the channel's real
+answer. A message is linked to its task by its idempotency key
+(`longrun:<task id>:<kind>:<token>`), so the handlers know a task's message
+without a query and pass over any other at no cost.
+
+The monitors find their work through the deadline indexes (longrun.models),
+claim each task with SELECT … FOR UPDATE SKIP LOCKED, decide again inside the
+claim with the pure rules (a duplicate tick, or another worker, finds nothing
+left to do), and handle each task in a transaction of its own, so one task
+that fails is an error item of the run and the others go on (D-B5).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Callable, Iterable
+from datetime import datetime, timedelta
+from typing import Any, Literal, Protocol
+
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+
+from longrun.models import (
+    LABEL_MAX_LENGTH,
+    LIVE,
+    NAME_MAX_LENGTH,
+    SHA256_LENGTH,
+    TEXT_MAX_LENGTH,
+    LongTask,
+    SessionLock,
+    TaskEvent,
+    Transition,
+)
+from longrun.policies import reports
+from longrun.policies.answers import (
+    EXIT_ACTION,
+    EXIT_INVALID,
+    EXIT_LOCKED,
+    EXIT_NO_KEY,
+    EXIT_OK,
+    Answer,
+    LongrunError,
+)
+from longrun.policies.cleanup import CleanupTask, cleanup_plan
+from longrun.policies.facts import Rules
+from longrun.policies.messages import (
+    KEEPALIVE_PLANNED_NOTE,
+    KEEPALIVE_RESUMED_NOTE,
+    KEEPALIVE_RUN_NOTE,
+    RESUME_DISABLED_NOTE,
+    RESUME_QUEUED_NOTE,
+    resume_message,
+)
+from longrun.policies.states import (
+    ACTIVE_STATES,
+    BLOCKED,
+    DONE,
+    FAILED,
+    PROGRESS_STATES,
+    SENT,
+    STATES,
+    UNKNOWN,
+)
+from longrun.policies.timing import (
+    PROGRESS,
+    RECOVERY,
+    idle_for_seconds,
+    idle_limit,
+    idle_timed_out,
+    latest_activity,
+    parse_next_check,
+    parse_progress_every,
+    progress_deadline,
+    progress_slot,
+    recently_unknown,
+    stale_limit,
+    watchdog_verdict,
+    whole_second,
+)
+from longrun.selectors import live_tasks, lock_table, longrun_rules
+from xworkmate.delivery.channels.base import Outcome
+from xworkmate.delivery.services import outbox_enqueue
+from xworkmate.lib.durations import format_duration
+from xworkmate.lib.wire import KEY_MAX_LENGTH, js_trim
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "PROGRESS_PURPOSE",
+    "RECOVERY_PURPOSE",
+    "RESUME_PURPOSE",
+    "ActivitySignal",
+    "ProgressOutcome",
+    "heartbeat_run_once",
+    "keepalive_run_once",
+    "lock_acquire",
+    "lock_release",
+    "progress_answer_record",
+    "recovery_answer_record",
+    "resume_answer_record",
+    "task_activity_record",
+    "task_clear",
+    "task_progress_record",
+    "task_resume_record",
+    "task_set",
+    "tasks_cleanup",
+    "tasks_clear_all",
+    "watchdog_run_once",
+]
+
+PROGRESS_PURPOSE = "longrun.progress"
+RESUME_PURPOSE = "longrun.resume"
+RECOVERY_PURPOSE = "longrun.recovery"
+
+# The bookkeeping subcommands: touch-progress and mark-progress-attempt / -sent /
+# -unknown / -failed.
+ProgressOutcome = Literal["touch", "attempt", "sent", "unknown", "failed"]
+_PROGRESS_OUTCOMES = ("touch", "attempt", "sent", "unknown", "failed")
+# mark-visible-reply and mark-tool-result.
+ActivitySignal = Literal["visible_reply", "tool_result"]
+_ACTIVITY_SIGNALS = ("visible_reply", "tool_result")
+
+_KEY_PREFIX = "longrun"
+# Who the log names when the service itself acted.
+_BY_DELIVERY = "delivery"
+
+
+# --- input checks: all before the first write ----------------------------------------------------
+
+
+def _invalid(field: str, rule: str) -> LongrunError:
+    return LongrunError(
+        exit_code=EXIT_INVALID, body=f"invalid {field}: {rule}", field=field, rule=rule
+    )
+
+
+def _text(field: str, value: object, limit: int = TEXT_MAX_LENGTH) -> str:
+    """A free-text value as given; empty is fine (D-B3)."""
+    if not isinstance(value, str):
+        raise _invalid(field, "must be a string")
+    if len(value) > limit:
+        raise _invalid(field, f"must be at most {limit} characters")
+    # Neither PostgreSQL text nor UTF-8 can hold these.
+    if "\0" in value or any(0xD800 <= ord(char) <= 0xDFFF for char in value):
+        raise _invalid(field, "must not contain a NUL character or a lone surrogate")
+    return value
+
+
+def _key(field: str, value: object, *, required: bool) -> str:
+    """A name or session key, trimmed as the bridge trims (D-K7)."""
+    text = js_trim(_text(field, value, limit=KEY_MAX_LENGTH))
+    if required and not text:
+        raise _invalid(field, "required, must not be blank")
+    return text
+
+
+def _name(value: object) -> str:
+    name = _key("task", value, required=True)
+    if len(name) > NAME_MAX_LENGTH:
+        raise _invalid("task", f"must be at most {NAME_MAX_LENGTH} characters")
+    return name
+
+
+def _state(value: object) -> str:
+    if value not in STATES:
+        raise LongrunError(
+            exit_code=EXIT_INVALID,
+            body=f"invalid state: {value}",
+            field="state",
+            rule=f"must be one of {', '.join(STATES)}",
+        )
+    return str(value)
+
+
+def _not_found(name: str) -> LongrunError:
+    return LongrunError(
+        exit_code=EXIT_ACTION,
+        body=f"task not found: {name}",
+        field="task",
+        rule="must name a tracked long task",
+    )
+
+
+def _lock_conflict(key: str, holder: str, requested: str, *, with_ok: bool) -> LongrunError:
+    body: dict[str, Any] = {"ok": False} if with_ok else {}
+    body |= {
+        "error": "session lock exists",
+        "origin_session_key": key,
+        "current_task": holder,
+        "requested_task": requested,
+    }
+    return LongrunError(
+        exit_code=EXIT_LOCKED,
+        body=body,
+        field="origin_session_key",
+        rule=f"one long task per session: {holder!r} holds this session's lock",
+    )
+
+
+# --- rows: lock, derive, save, log ---------------------------------------------------------------
+
+
+def _locked(name: str) -> LongTask | None:
+    return LongTask.objects.select_for_update().filter(LIVE, name=name).first()
+
+
+def _claimed(pk: int) -> LongTask | None:
+    """The live task `pk` if no other worker holds it; None otherwise (it is theirs)."""
+    return LongTask.objects.select_for_update(skip_locked=True).filter(LIVE, pk=pk).first()
+
+
+_DERIVED = ("next_check_at", "progress_due_at", "last_activity_at")
+
+
+def _derive(task: LongTask, rules: Rules) -> None:
+    """The stored deadlines and clocks, from the facts they depend on."""
+    task.next_check_at = parse_next_check(task.next_check, anchor=task.updated_at, zone=rules.zone)
+    task.progress_due_at = progress_deadline(task)
+    task.last_activity_at = latest_activity(task)[1]
+
+
+def _save(task: LongTask, rules: Rules, fields: Iterable[str]) -> None:
+    _derive(task, rules)
+    task.save(update_fields=sorted({*fields, *_DERIVED}))
+
+
+def _log(
+    task: LongTask,
+    kind: str,
+    *,
+    at: datetime,
+    by: str,
+    purpose: str = "",
+    message_id: int | None = None,
+    delivery_id: str = "",
+    message_hash: str = "",
+    error: str = "",
+    note: str = "",
+) -> TaskEvent:
+    return TaskEvent.objects.create(
+        task=task,
+        kind=kind,
+        at=at,
+        by=by,
+        purpose=purpose,
+        message_id=message_id,
+        delivery_id=delivery_id,
+        message_hash=message_hash,
+        error=error,
+        note=note,
+    )
+
+
+def _transition(task: LongTask, old: str, *, at: datetime, by: str, note: str) -> None:
+    if old != task.state:
+        Transition.objects.create(
+            task=task, at=at, by=by, from_state=old, to_state=task.state, note=note
+        )
+
+
+def _message_key(task: LongTask, kind: str, token: str) -> str:
+    return f"{_KEY_PREFIX}:{task.pk}:{kind}:{token}"
+
+
+def _task_id_of(idempotency_key: str) -> int | None:
+    """The task a message belongs to, read from its key; None for anyone else's message."""
+    parts = idempotency_key.split(":", 3)
+    if len(parts) != 4 or parts[0] != _KEY_PREFIX or not parts[1].isdigit():
+        return None
+    return int(parts[1])
+
+
+def _already_queued(message_id: int) -> bool:
+    """Whether the outbox gave back a message queued before (same key: same slot or episode)."""
+    return TaskEvent.objects.filter(kind=TaskEvent.QUEUED, message_id=message_id).exists()
+
+
+# --- task_state.py set (§7.1, §4.4) --------------------------------------------------------------
+
+
+def task_set(
+    *,
+    name: str,
+    session: str,
+    state: str,
+    goal: str,
+    done_when: str,
+    blocked_when: str,
+    boundary: str,
+    next_check: str,
+    note: str,
+    origin_session_key: str = "",
+    progress_every: str = "",
+    force_lock: bool = False,
+    reopen: bool = False,
+    by: str,
+    now: datetime,
+) -> Answer:
+    """Create or update the task `name` (§4.3) and hold or release its session's lock (§4.4).
+
+    Checks in the original's order: the state (exit 2), the session key an
+    active state needs (given or kept from before; exit 4), the lock (exit 3,
+    unless `force_lock` takes it over). Leaving `done` needs `reopen` (D-B17);
+    a `progress_every` that is not a duration is refused (D-B3). A key change
+    moves the task's lock in the same transaction (D-B11); every state change
+    is logged (D-B17).
+    """
+    now = whole_second(now)
+    rules = longrun_rules()
+    checked = {
+        "name": _name(name),
+        "state": _state(state),
+        "session_label": _text("session", session, LABEL_MAX_LENGTH),
+        "goal": _text("goal", goal),
+        "done_when": _text("done_when", done_when),
+        "blocked_when": _text("blocked_when", blocked_when),
+        "boundary": _text("boundary", boundary),
+        "next_check": _text("next_check", next_check).strip(),
+        "note": _text("note", note),
+    }
+    key = _key("origin_session_key", origin_session_key, required=False)
+    every = js_trim(_text("progress_every", progress_every, 32))
+    every_seconds = int(parse_progress_every(every).total_seconds()) if every else None
+    # A concurrent first `set` of the same name may win the insert; the second
+    # attempt then finds its row and updates it.
+    for attempt in (1, 2):
+        try:
+            with transaction.atomic():
+                task = _set(checked, key, every, every_seconds, force_lock, reopen, by, now, rules)
+            break
+        except IntegrityError:
+            if attempt == 2:
+                raise
+    return Answer(EXIT_OK, reports.task_record(task, rules.zone))
+
+
+def _set(
+    checked: dict[str, str],
+    key: str,
+    every: str,
+    every_seconds: int | None,
+    force_lock: bool,
+    reopen: bool,
+    by: str,
+    now: datetime,
+    rules: Rules,
+) -> LongTask:
+    name, state = checked["name"], checked["state"]
+    task = _locked(name)
+    if task is not None and task.state == DONE and state != DONE and not reopen:
+        raise LongrunError(
+            exit_code=EXIT_INVALID,
+            body={
+                "error": "reopen required",
+                "task": name,
+                "state": DONE,
+                "requested_state": state,
+                "message": f"task is done; pass --reopen to set it to {state}",
+            },
+            field="state",
+            rule="leaving done needs reopen",
+        )
+    key = key or (task.origin_session_key if task is not None else "")
+    if state in ACTIVE_STATES and not key:
+        raise LongrunError(
+            exit_code=EXIT_NO_KEY,
+            body={
+                "error": "missing origin_session_key",
+                "task": name,
+                "state": state,
+                "message": "long-run start/update requires a real origin_session_key; "
+                "state registration alone does not mean the task started in the target session",
+            },
+            field="origin_session_key",
+            rule=f"required for the state {state}",
+        )
+    lock = None
+    if state in ACTIVE_STATES:
+        lock = (
+            SessionLock.objects.select_for_update()
+            .select_related("task")
+            .filter(origin_session_key=key)
+            .first()
+        )
+        if lock is not None and lock.task.name != name and not force_lock:
+            raise _lock_conflict(key, lock.task.name, name, with_ok=False)
+    old_state = task.state if task is not None else ""
+    if task is None:
+        default_every = format_duration(rules.progress_every)  # D-B2
+        task = LongTask(
+            **checked,
+            origin_session_key=key,
+            progress_every=every or default_every,
+            progress_every_seconds=every_seconds or int(rules.progress_every.total_seconds()),
+            last_progress_at=now,
+            created_at=now,
+            updated_at=now,
+        )
+        _derive(task, rules)
+        with transaction.atomic():
+            task.save(force_insert=True)
+    else:
+        for field, value in checked.items():
+            setattr(task, field, value)
+        task.origin_session_key = key
+        if every_seconds is not None:
+            task.progress_every, task.progress_every_seconds = every, every_seconds
+        if old_state != state:
+            # A new phase starts counting undelivered heartbeats afresh (D-B12).
+            task.undelivered_heartbeats = 0
+        task.updated_at = max(now, task.created_at)
+        _save(
+            task,
+            rules,
+            [
+                *checked,
+                "origin_session_key",
+                "progress_every",
+                "progress_every_seconds",
+                "undelivered_heartbeats",
+                "updated_at",
+            ],
+        )
+    _transition(task, old_state, at=now, by=by, note=task.note)
+    if state in ACTIVE_STATES:
+        _hold_lock(task, key, lock, now)
+    else:
+        SessionLock.objects.filter(task=task).delete()
+    return task
+
+
+def _hold_lock(task: LongTask, key: str, lock: SessionLock | None, now: datetime) -> None:
+    """`task` holds `key`'s lock, and no other: its lock moves with its key (D-B11)."""
+    SessionLock.objects.filter(task=task).exclude(origin_session_key=key).delete()
+    if lock is None:
+        try:
+            with transaction.atomic():
+                SessionLock.objects.create(origin_session_key=key, task=task, acquired_at=now)
+        except IntegrityError:
+            # Another task took the free key between the check and this insert.
+            holder = SessionLock.objects.filter(origin_session_key=key).values_list(
+                "task__name", flat=True
+            )
+            raise _lock_conflict(key, holder.first() or "", task.name, with_ok=False) from None
+    elif lock.task_id != task.pk:
+        lock.task = task
+        lock.acquired_at = now
+        lock.save(update_fields=["task", "acquired_at"])
+
+
+# --- touch-progress, mark-* (§7.1, §8) -----------------------------------------------------------
+
+
+def _apply_progress(
+    task: LongTask,
+    outcome: str,
+    *,
+    error: str,
+    delivery_id: str,
+    message_hash: str,
+    at: datetime,
+) -> list[str]:
+    """Write one delivery outcome into the task's bookkeeping fields; the fields written.
+
+    The original's effects (§7.1), except that none of them is task activity
+    (D-B9): `updated_at` is the caller's to move.
+    """
+    if outcome in ("touch", "sent"):
+        task.last_progress_at = task.last_progress_sent_at = at
+        if outcome == "sent":
+            task.last_progress_attempt_at = at
+        task.last_progress_unknown_at = None
+        task.last_progress_delivery_status = SENT
+        task.last_progress_send_error = ""
+    elif outcome == "attempt":
+        task.last_progress_attempt_at = at
+        if error:
+            task.last_progress_send_error = error
+    elif outcome == UNKNOWN:
+        task.last_progress_attempt_at = task.last_progress_unknown_at = at
+        task.last_progress_delivery_status = UNKNOWN
+        task.last_progress_send_error = error or "delivery result unknown"
+    else:
+        task.last_progress_attempt_at = at
+        task.last_progress_delivery_status = FAILED
+        task.last_progress_send_error = error or "delivery failed"
+    if delivery_id:
+        task.last_progress_delivery_id = delivery_id
+    if message_hash:
+        task.last_progress_message_hash = message_hash
+    return [
+        "last_progress_at",
+        "last_progress_sent_at",
+        "last_progress_attempt_at",
+        "last_progress_unknown_at",
+        "last_progress_delivery_status",
+        "last_progress_send_error",
+        "last_progress_delivery_id",
+        "last_progress_message_hash",
+    ]
+
+
+def _undelivered(outcome: str, error: str) -> bool:
+    """A heartbeat that did not arrive: unknown, failed, or an attempt that reports an error."""
+    return outcome in (UNKNOWN, FAILED) or (outcome == "attempt" and bool(error))
+
+
+def _count_heartbeat(
+    task: LongTask, outcome: str, error: str, *, at: datetime, by: str, rules: Rules
+) -> list[str]:
+    """Count a heartbeat's outcome; the task turns blocked after too many misses (D-B12).
+
+    The failure times and reasons are the transition's note, so the task
+    shows why it stopped. Call after the outcome's event is logged.
+    """
+    if outcome in ("touch", "sent"):
+        task.undelivered_heartbeats = 0
+    elif _undelivered(outcome, error):
+        task.undelivered_heartbeats += 1
+    if (
+        task.undelivered_heartbeats < rules.blocked_after_failures
+        or task.state not in ACTIVE_STATES
+    ):
+        return ["undelivered_heartbeats"]
+    misses = (
+        task.events.filter(purpose=PROGRESS_PURPOSE)
+        .filter(Q(kind__in=(UNKNOWN, FAILED)) | (Q(kind=TaskEvent.ATTEMPT) & ~Q(error="")))
+        .order_by("-at", "-id")[: rules.blocked_after_failures]
+    )
+    listed = "；".join(
+        f"{reports.wire_time(miss.at, rules.zone)} {miss.error or miss.get_kind_display()}"
+        for miss in reversed(list(misses))
+    )
+    old_state = task.state
+    task.state = BLOCKED
+    task.updated_at = max(at, task.updated_at)
+    SessionLock.objects.filter(task=task).delete()
+    _transition(
+        task,
+        old_state,
+        at=at,
+        by=by,
+        note=f"连续 {task.undelivered_heartbeats} 次进度未送达：{listed}",
+    )
+    return ["undelivered_heartbeats", "state", "updated_at"]
+
+
+def task_progress_record(
+    *,
+    name: str,
+    outcome: ProgressOutcome,
+    error: str = "",
+    note: str = "",
+    delivery_id: str = "",
+    message_hash: str = "",
+    by: str,
+    now: datetime,
+) -> Answer:
+    """The agent reports a progress delivery: touch-progress or mark-progress-<outcome>.
+
+    `touch` and `sent` are the agent's own visible progress and move
+    `updated_at`; an attempt, an unknown outcome or a failure does not (D-B9).
+    `note` goes to the task log, not to the task's next step (D-B8).
+    """
+    now = whole_second(now)
+    if outcome not in _PROGRESS_OUTCOMES:
+        raise _invalid("outcome", f"must be one of {', '.join(_PROGRESS_OUTCOMES)}")
+    name = _name(name)
+    error, note = _text("error", error), _text("note", note)
+    delivery_id = _key("delivery_id", delivery_id, required=False)
+    message_hash = _key("message_hash", message_hash, required=False)
+    if len(message_hash) > SHA256_LENGTH:
+        raise _invalid("message_hash", f"must be at most {SHA256_LENGTH} characters")
+    rules = longrun_rules()
+    with transaction.atomic():
+        task = _locked(name)
+        if task is None:
+            raise _not_found(name)
+        fields = _apply_progress(
+            task,
+            outcome,
+            error=error,
+            delivery_id=delivery_id,
+            message_hash=message_hash,
+            at=now,
+        )
+        if outcome in ("touch", "sent"):
+            task.updated_at = max(now, task.updated_at)
+            fields.append("updated_at")
+        kind = SENT if outcome == "touch" else outcome
+        _log(
+            task,
+            kind,
+            at=now,
+            by=by,
+            purpose=PROGRESS_PURPOSE,
+            delivery_id=delivery_id,
+            message_hash=message_hash,
+            error=task.last_progress_send_error if outcome in (UNKNOWN, FAILED) else error,
+            note=note,
+        )
+        fields += _count_heartbeat(task, outcome, error, at=now, by=by, rules=rules)
+        _save(task, rules, fields)
+    return Answer(EXIT_OK, reports.task_record(task, rules.zone))
+
+
+def task_activity_record(
+    *, name: str, signal: ActivitySignal, note: str = "", by: str, now: datetime
+) -> Answer:
+    """mark-visible-reply / mark-tool-result: the agent is active; the keepalive's clocks move."""
+    now = whole_second(now)
+    if signal not in _ACTIVITY_SIGNALS:
+        raise _invalid("signal", f"must be one of {', '.join(_ACTIVITY_SIGNALS)}")
+    name, note = _name(name), _text("note", note)
+    rules = longrun_rules()
+    with transaction.atomic():
+        task = _locked(name)
+        if task is None:
+            raise _not_found(name)
+        field = f"last_{signal}_at"
+        setattr(task, field, now)
+        task.updated_at = max(now, task.updated_at)
+        _log(task, signal, at=now, by=by, note=note)
+        _save(task, rules, [field, "updated_at"])
+    return Answer(EXIT_OK, reports.task_record(task, rules.zone))
+
+
+def task_resume_record(
+    *, name: str, reason: str = "", note: str = "", by: str, now: datetime
+) -> Answer:
+    """mark-resume: the task was resumed (`reason` defaults to `manual`)."""
+    now = whole_second(now)
+    name, note = _name(name), _text("note", note)
+    reason = _key("reason", reason, required=False)
+    if len(reason) > 64:
+        raise _invalid("reason", "must be at most 64 characters")
+    rules = longrun_rules()
+    with transaction.atomic():
+        task = _locked(name)
+        if task is None:
+            raise _not_found(name)
+        _resumed(task, reason or "manual", at=now)
+        task.updated_at = max(now, task.updated_at)
+        _log(task, TaskEvent.RESUME, at=now, by=by, note=note)
+        _save(
+            task, rules, ["last_resume_at", "last_resume_reason", "last_resume_count", "updated_at"]
+        )
+    return Answer(EXIT_OK, reports.task_record(task, rules.zone))
+
+
+def _resumed(task: LongTask, reason: str, *, at: datetime) -> None:
+    task.last_resume_at = at
+    task.last_resume_reason = reason
+    task.last_resume_count += 1
+
+
+# --- locks and clear (§7.1) ----------------------------------------------------------------------
+
+
+def lock_acquire(*, session_key: str, name: str, force: bool = False, now: datetime) -> Answer:
+    """acquire-lock: `name` holds `session_key`'s lock (taken over only with `force`)."""
+    now = whole_second(now)
+    key = _key("session", session_key, required=True)
+    name = _name(name)
+    with transaction.atomic():
+        lock = (
+            SessionLock.objects.select_for_update()
+            .select_related("task")
+            .filter(origin_session_key=key)
+            .first()
+        )
+        if lock is not None and lock.task.name != name and not force:
+            raise _lock_conflict(key, lock.task.name, name, with_ok=True)
+        task = _locked(name)
+        if task is None:
+            # A lock always names a task of the store (the original could name any string).
+            raise _not_found(name)
+        if lock is None:
+            try:
+                with transaction.atomic():
+                    SessionLock.objects.create(origin_session_key=key, task=task, acquired_at=now)
+            except IntegrityError:
+                holder = SessionLock.objects.filter(origin_session_key=key).values_list(
+                    "task__name", flat=True
+                )
+                raise _lock_conflict(key, holder.first() or "", name, with_ok=True) from None
+        elif lock.task_id != task.pk:
+            lock.task = task
+            lock.acquired_at = now
+            lock.save(update_fields=["task", "acquired_at"])
+    return Answer(EXIT_OK, {"ok": True, "origin_session_key": key, "task": name})
+
+
+def lock_release(*, session_key: str, name: str = "") -> Answer:
+    """release-lock: free `session_key`, only if `name` holds it when a name is given."""
+    key = _key("session", session_key, required=True)
+    name = _key("task", name, required=False)
+    with transaction.atomic():
+        lock = (
+            SessionLock.objects.select_for_update()
+            .select_related("task")
+            .filter(origin_session_key=key)
+            .first()
+        )
+        if lock is None or (name and lock.task.name != name):
+            return Answer(
+                EXIT_ACTION, {"ok": False, "origin_session_key": key, "task": name or None}
+            )
+        holder = lock.task.name
+        lock.delete()
+    return Answer(EXIT_OK, {"ok": True, "origin_session_key": key, "task": holder})
+
+
+def task_clear(*, name: str) -> Answer:
+    """clear --task: forget the task, its locks and its logs."""
+    name = _name(name)
+    with transaction.atomic():
+        task = _locked(name)
+        if task is None:
+            raise _not_found(name)
+        task.delete()
+    logger.info("long task %r cleared", name)
+    return Answer(EXIT_OK, f"cleared: {name}")
+
+
+def tasks_clear_all() -> Answer:
+    """clear without a task: an empty store. Archived tasks stay archived."""
+    with transaction.atomic():
+        count, _ = LongTask.objects.filter(LIVE).delete()
+    logger.info("all live long tasks cleared (%d rows with their locks and logs)", count)
+    return Answer(EXIT_OK, "cleared all tasks")
+
+
+# --- the heartbeat monitor (§7.7, §7.8) ----------------------------------------------------------
+
+
+def _heartbeat(
+    task: LongTask,
+    *,
+    now: datetime,
+    stale: timedelta,
+    cooldown: timedelta,
+    by: str,
+) -> tuple[str, dict[str, Any] | None]:
+    """Queue the task's heartbeat if it is due: (status, event with its outbox id).
+
+    Statuses: `queued`; `already_queued` (this slot's heartbeat went out before:
+    the slot's idempotency key gives the same message back); `in_flight`
+    (an earlier heartbeat still waits for its final answer: one at a time,
+    D-B20); `skipped_unknown` (this very heartbeat had an unknown outcome
+    within the cooldown); `not_due`.
+    """
+    verdict = watchdog_verdict(task, now, stale)
+    if verdict.kind != PROGRESS:
+        return "not_due", None
+    if task.heartbeat_message_id is not None:
+        return "in_flight", None
+    if not task.origin_session_key:
+        raise reports.missing_key_error(task.name)
+    event = reports.foreground_event(
+        task, reason=verdict.reason, slot=progress_slot(now, task.progress_every_seconds)
+    )
+    if recently_unknown(task, event.message_hash, now, cooldown):
+        return "skipped_unknown", event.skipped()
+    message = outbox_enqueue(
+        purpose=PROGRESS_PURPOSE,
+        target=task.origin_session_key,
+        body=event.message,
+        idempotency_key=_message_key(task, "fg", event.message_hash),
+        now=now,
+    )
+    body = event.body | {"message_id": message.pk}
+    if _already_queued(message.pk):
+        return "already_queued", body
+    _log(
+        task,
+        TaskEvent.QUEUED,
+        at=now,
+        by=by,
+        purpose=PROGRESS_PURPOSE,
+        message_id=message.pk,
+        delivery_id=event.delivery_id,
+        message_hash=event.message_hash,
+    )
+    task.heartbeat_message_id = message.pk
+    task.save(update_fields=["heartbeat_message_id"])
+    return "queued", body
+
+
+def _run_each(
+    candidates: Iterable[tuple[int, str]],
+    errors: list[dict[str, str]],
+    handle: Callable[[LongTask], None],
+) -> None:
+    """Claim each candidate in a transaction of its own and hand it to `handle` (D-B5).
+
+    A task another worker holds is theirs (skipped); a task that fails becomes
+    an error item of the run, and the run goes on.
+    """
+    for pk, name in candidates:
+        try:
+            with transaction.atomic():
+                task = _claimed(pk)
+                if task is not None:
+                    handle(task)
+        except LongrunError as exc:
+            errors.append(reports.error_item(name, exc.text))
+        except Exception as exc:
+            logger.exception("long task %r: the run could not handle it", name)
+            errors.append(reports.error_item(name, f"{type(exc).__name__}: {exc}"))
+
+
+def heartbeat_run_once(
+    *,
+    now: datetime,
+    stale: timedelta | None = None,
+    unknown_cooldown: timedelta | None = None,
+    by: str = "heartbeat",
+) -> Answer:
+    """Queue the heartbeat of every task that owes visible progress (the monitor).
+
+    emit_foreground_due and its dispatcher, with the outbox doing the send:
+    the events are the original's (the slot's hash and delivery id), a task
+    that needs recovery gets none, and what the channel answers is recorded
+    by `progress_answer_record`.
+    """
+    now = whole_second(now)
+    rules = longrun_rules()
+    stale = stale or rules.stale
+    cooldown = unknown_cooldown or rules.unknown_cooldown
+    candidates = (
+        live_tasks()
+        .filter(progress_due_at__lte=now, heartbeat_message_id__isnull=True)
+        .order_by("progress_due_at", "id")
+        .values_list("pk", "name")
+    )
+    events: list[dict[str, Any]] = []
+    skipped: list[dict[str, Any]] = []
+    errors: list[dict[str, str]] = []
+
+    def handle(task: LongTask) -> None:
+        status, body = _heartbeat(task, now=now, stale=stale, cooldown=cooldown, by=by)
+        if status == "queued" and body is not None:
+            events.append(body)
+        elif status == "skipped_unknown" and body is not None:
+            skipped.append(body)
+
+    _run_each(list(candidates), errors, handle)
+    body: dict[str, Any] = {
+        "event_count": len(events),
+        "events": events,
+        "skipped_unknown_count": len(skipped),
+        "skipped_unknown": skipped,
+    }
+    if errors:
+        body["errors"] = errors
+    return Answer(EXIT_ACTION if events or errors else EXIT_OK, body)
+
+
+# --- keepalive (§7.9) ----------------------------------------------------------------------------
+
+
+def keepalive_run_once(
+    *, now: datetime, idle: timedelta | None = None, by: str = "keepalive"
+) -> Answer:
+    """run_keepalive_once: plan a resume for every idle analyzing or executing task.
+
+    With `longrun.auto_resume` off (the default) each resume is only planned
+    ("默认只生成计划"); on, it is queued in the outbox (`longrun.resume`),
+    once per idle spell (D-B20), and counts as a resume only when the channel
+    confirms it (D-B10, `resume_answer_record`). The attempt is recorded as
+    the original recorded it, without moving the task's clocks (D-B9) or its
+    next step (D-B8).
+    """
+    now = whole_second(now)
+    rules = longrun_rules()
+    idle = idle or rules.idle
+    progressing = live_tasks().filter(state__in=PROGRESS_STATES)
+    scanned = progressing.count()
+    candidates = (
+        progressing.filter(last_activity_at__lte=idle_limit(now, idle))
+        .order_by("last_activity_at", "id")
+        .values_list("pk", "name")
+    )
+    dispatches: list[dict[str, Any]] = []
+    errors: list[dict[str, str]] = []
+
+    def handle(task: LongTask) -> None:
+        if not idle_timed_out(task, now, idle):
+            return
+        if not task.origin_session_key:
+            raise LongrunError(
+                exit_code=EXIT_NO_KEY,
+                body="missing origin_session_key; cannot emit portable keepalive event",
+                field="origin_session_key",
+                rule="a resume goes to the task's real session key",
+            )
+        source, latest = latest_activity(task)
+        idle_for = idle_for_seconds(task, now)
+        text = resume_message(task, idle_for=idle_for, source=source)
+        dispatch: dict[str, Any] = {
+            "tool": "openclaw_agent_resume",
+            "sessionKey": task.origin_session_key,
+            "origin_session_key": task.origin_session_key,
+            # Resolved by the delivery channel when it sends, never guessed (D-B13).
+            "sessionId": None,
+            "resolvedFrom": None,
+            "resolveMode": "not-resolved",
+            "message": text,
+            "task": task.name,
+            "reason": "idle_timeout",
+            "idle_for_seconds": idle_for,
+            "last_activity_source": source,
+        }
+        dispatches.append(dispatch)
+        message_id = None
+        if rules.auto_resume:
+            message = outbox_enqueue(
+                purpose=RESUME_PURPOSE,
+                target=task.origin_session_key,
+                body=text,
+                idempotency_key=_message_key(task, "ka", str(int(latest.timestamp()))),
+                now=now,
+            )
+            dispatch["message_id"] = message.pk
+            if _already_queued(message.pk):
+                dispatch |= {"status": "already_queued", "message": message.body}
+                return
+            dispatch |= {"status": "queued", "note": RESUME_QUEUED_NOTE}
+            message_id = message.pk
+        else:
+            dispatch |= {"status": "planned", "note": RESUME_DISABLED_NOTE}
+        message_hash = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        fields = _apply_progress(
+            task, "attempt", error="", delivery_id="", message_hash=message_hash, at=now
+        )
+        _log(
+            task,
+            TaskEvent.ATTEMPT,
+            at=now,
+            by=by,
+            purpose=RESUME_PURPOSE,
+            message_hash=message_hash,
+            note=KEEPALIVE_PLANNED_NOTE,
+        )
+        if message_id is not None:
+            _log(
+                task,
+                TaskEvent.QUEUED,
+                at=now,
+                by=by,
+                purpose=RESUME_PURPOSE,
+                message_id=message_id,
+                message_hash=message_hash,
+            )
+        _save(task, rules, fields)
+
+    _run_each(list(candidates), errors, handle)
+    body: dict[str, Any] = {
+        "scanned_active_tasks": scanned,
+        "dispatch_count": len(dispatches),
+        "resumed_count": sum(1 for d in dispatches if d.get("status") == "queued"),
+        "failed_count": len(errors),
+        "dispatches": dispatches,
+        "note": KEEPALIVE_RUN_NOTE,
+    }
+    if errors:
+        body["errors"] = errors
+    return Answer(EXIT_ACTION if errors else EXIT_OK, body)
+
+
+# --- watchdog (§7.10) ----------------------------------------------------------------------------
+
+
+def _recovery_token(task: LongTask, reason: str, now: datetime, stale: timedelta) -> str:
+    """One recovery message per task, reason and stale window (D-B20)."""
+    window = int(now.timestamp()) // max(1, int(stale.total_seconds()))
+    raw = json.dumps(
+        {
+            "task": task.name,
+            "state": task.state,
+            "sessionKey": task.origin_session_key,
+            "reason": reason,
+            "window": window,
+        },
+        ensure_ascii=False,
+        sort_keys=True,
+    )
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+def watchdog_run_once(
+    *, now: datetime, stale: timedelta | None = None, by: str = "watchdog"
+) -> Answer:
+    """run_watchdog_once: send each overdue task its recovery message (the monitor).
+
+    A task past its checkpoint or stale gets its recovery suggestion through
+    the outbox (`longrun.recovery`), once per stale window; a task that owes
+    progress gets its heartbeat, the very one the heartbeat monitor would
+    queue (one message per slot whichever runs first). Each payload is the
+    original's, with the outbox message it became and its status.
+    """
+    now = whole_second(now)
+    rules = longrun_rules()
+    stale = stale or rules.stale
+    candidates = (
+        live_tasks()
+        .filter(state__in=ACTIVE_STATES)
+        .filter(
+            Q(next_check_at__lte=now)
+            | Q(updated_at__lte=stale_limit(now, stale))
+            | Q(progress_due_at__lte=now)
+        )
+        .values_list("pk", "name")
+    )
+    payloads: list[dict[str, Any]] = []
+    counts = {RECOVERY: 0, PROGRESS: 0}
+    errors: list[dict[str, str]] = []
+
+    def handle(task: LongTask) -> None:
+        verdict = watchdog_verdict(task, now, stale)
+        if verdict.kind not in counts:
+            return
+        if not task.origin_session_key:
+            raise reports.missing_key_error(task.name)
+        item = reports.recovery_item(task, verdict, rules.zone)
+        payload = reports.watchdog_payload(task, item)
+        counts[verdict.kind] += 1
+        payloads.append(payload)
+        if verdict.kind == PROGRESS:
+            status, event = _heartbeat(
+                task, now=now, stale=stale, cooldown=rules.unknown_cooldown, by=by
+            )
+            payload["status"] = status
+            if event is not None and "message_id" in event:
+                payload |= {"message": event["message"], "message_id": event["message_id"]}
+            return
+        message = outbox_enqueue(
+            purpose=RECOVERY_PURPOSE,
+            target=task.origin_session_key,
+            body=payload["message"],
+            idempotency_key=_message_key(
+                task, "rc", _recovery_token(task, verdict.reason, now, stale)
+            ),
+            now=now,
+        )
+        payload["message_id"] = message.pk
+        if _already_queued(message.pk):
+            payload["status"] = "already_queued"
+            return
+        payload["status"] = "queued"
+        _log(task, TaskEvent.QUEUED, at=now, by=by, purpose=RECOVERY_PURPOSE, message_id=message.pk)
+
+    _run_each(list(candidates.order_by("id")), errors, handle)
+    body: dict[str, Any] = {
+        "due_count": counts[RECOVERY],
+        "progress_count": counts[PROGRESS],
+        "tool": "sessions_send",
+        "payloads": payloads,
+    }
+    if errors:
+        body["errors"] = errors
+    return Answer(EXIT_ACTION if payloads or errors else EXIT_OK, body)
+
+
+# --- cleanup (§7.11, D-B16) ----------------------------------------------------------------------
+
+
+def tasks_cleanup(
+    *,
+    now: datetime,
+    apply: bool = False,
+    drop_tasks: Iterable[str] = (),
+    drop_test_prefixes: Iterable[str] = (),
+) -> Answer:
+    """cleanup_state: drop test and broken tasks, archive old finished ones, repair locks.
+
+    Without `apply` it only reports (the original's dry run); with it, the
+    report is what was done. Always exit 0.
+    """
+    now = whole_second(now)
+    rules = longrun_rules()
+    names = [_name(name) for name in drop_tasks]
+    prefixes = [_key("drop_test_prefix", prefix, required=True) for prefix in drop_test_prefixes]
+    with transaction.atomic():
+        rows = live_tasks()
+        tasks = list(rows.select_for_update() if apply else rows)
+        locks = lock_table()
+        plan = cleanup_plan(
+            [CleanupTask(t.name, t.state, t.origin_session_key, t.updated_at) for t in tasks],
+            locks,
+            drop_tasks=names,
+            drop_prefixes=prefixes,
+            now=now,
+            archive_after=rules.archive_after,
+        )
+        if apply:
+            _apply_cleanup(tasks, locks, plan.dropped, plan.archived, plan.locks, now)
+    body = {
+        # One column holds both session and session_label: nothing to normalise.
+        "normalized": [],
+        "dropped": plan.dropped,
+        "archived": plan.archived,
+        "lock_repairs": plan.lock_repairs,
+        "task_count_before": len(tasks),
+        "task_count_after": len(plan.remaining),
+        "lock_count_before": len(locks),
+        "lock_count_after": len(plan.locks),
+        "apply": apply,
+    }
+    return Answer(EXIT_OK, body)
+
+
+def _apply_cleanup(
+    tasks: list[LongTask],
+    locks: dict[str, str],
+    dropped: list[dict[str, Any]],
+    archived: list[dict[str, Any]],
+    wanted: dict[str, str],
+    now: datetime,
+) -> None:
+    by_name = {task.name: task for task in tasks}
+    stale_keys = [key for key, holder in locks.items() if wanted.get(key) != holder]
+    SessionLock.objects.filter(origin_session_key__in=stale_keys).delete()
+    LongTask.objects.filter(pk__in=[by_name[item["task"]].pk for item in dropped]).delete()
+    LongTask.objects.filter(pk__in=[by_name[item["task"]].pk for item in archived]).update(
+        archived_at=now
+    )
+    SessionLock.objects.bulk_create(
+        SessionLock(origin_session_key=key, task=by_name[holder], acquired_at=now)
+        for key, holder in wanted.items()
+        if locks.get(key) != holder
+    )
+    logger.info(
+        "long-run cleanup: %d dropped, %d archived, %d locks rewritten",
+        len(dropped),
+        len(archived),
+        len(stale_keys),
+    )
+
+
+# --- what the channel answered (registered in LongrunConfig.ready()) -----------------------------
+
+
+class _Answered(Protocol):
+    """The outbox message an outcome handler is given (xworkmate.delivery's Message)."""
+
+    pk: Any
+    idempotency_key: str
+    body_hash: str
+    last_error: str
+    updated_at: datetime
+
+
+def _answered_task(message: _Answered) -> LongTask | None:
+    task_id = _task_id_of(message.idempotency_key)
+    if task_id is None:
+        return None
+    task = LongTask.objects.select_for_update().filter(pk=task_id).first()
+    if task is None:
+        logger.info("message %s answered after its long task %s was cleared", message.pk, task_id)
+    return task
+
+
+def progress_answer_record(message: _Answered, outcome: Outcome, final: bool) -> None:
+    """A heartbeat's answer: the task's progress is sent, unknown or failed (D-B10, D-B12).
+
+    The service's own send is not the agent's activity: `updated_at` stays
+    (D-B19). The heartbeat stops being in flight once sent or finally answered.
+    """
+    task = _answered_task(message)
+    if task is None:
+        return
+    rules = longrun_rules()
+    at = whole_second(message.updated_at)
+    queued = TaskEvent.objects.filter(
+        task=task, kind=TaskEvent.QUEUED, message_id=message.pk
+    ).first()
+    delivery_id = queued.delivery_id if queued is not None else ""
+    message_hash = queued.message_hash if queued is not None else ""
+    error = "" if outcome is Outcome.SENT else message.last_error
+    fields = _apply_progress(
+        task, outcome.value, error=error, delivery_id=delivery_id, message_hash=message_hash, at=at
+    )
+    _log(
+        task,
+        outcome.value,
+        at=at,
+        by=_BY_DELIVERY,
+        purpose=PROGRESS_PURPOSE,
+        message_id=message.pk,
+        delivery_id=delivery_id,
+        message_hash=message_hash,
+        error=task.last_progress_send_error if outcome is not Outcome.SENT else "",
+    )
+    if task.heartbeat_message_id == message.pk and (outcome is Outcome.SENT or final):
+        task.heartbeat_message_id = None
+        fields.append("heartbeat_message_id")
+    fields += _count_heartbeat(task, outcome.value, error, at=at, by=_BY_DELIVERY, rules=rules)
+    _save(task, rules, fields)
+
+
+def resume_answer_record(message: _Answered, outcome: Outcome, final: bool) -> None:
+    """A resume's answer: only a confirmed one counts as a resume (D-B10)."""
+    task = _answered_task(message)
+    if task is None:
+        return
+    rules = longrun_rules()
+    at = whole_second(message.updated_at)
+    if outcome is Outcome.SENT:
+        _resumed(task, "idle_timeout", at=at)
+        _log(
+            task,
+            TaskEvent.RESUME,
+            at=at,
+            by=_BY_DELIVERY,
+            purpose=RESUME_PURPOSE,
+            message_id=message.pk,
+            message_hash=message.body_hash,
+            note=KEEPALIVE_RESUMED_NOTE,
+        )
+        _save(task, rules, ["last_resume_at", "last_resume_reason", "last_resume_count"])
+        return
+    fields = _apply_progress(
+        task,
+        outcome.value,
+        error=message.last_error,
+        delivery_id="",
+        message_hash=message.body_hash,
+        at=at,
+    )
+    _log(
+        task,
+        outcome.value,
+        at=at,
+        by=_BY_DELIVERY,
+        purpose=RESUME_PURPOSE,
+        message_id=message.pk,
+        message_hash=message.body_hash,
+        error=task.last_progress_send_error,
+        note="保活续跑执行失败" if outcome is Outcome.FAILED else "",
+    )
+    _save(task, rules, fields)
+
+
+def recovery_answer_record(message: _Answered, outcome: Outcome, final: bool) -> None:
+    """A recovery message's answer goes to the task log only (its payload had no callbacks)."""
+    task = _answered_task(message)
+    if task is None:
+        return
+    _log(
+        task,
+        outcome.value,
+        at=whole_second(message.updated_at),
+        by=_BY_DELIVERY,
+        purpose=RECOVERY_PURPOSE,
+        message_id=message.pk,
+        message_hash=message.body_hash,
+        error="" if outcome is Outcome.SENT else message.last_error,
+    )

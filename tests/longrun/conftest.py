@@ -1,0 +1,84 @@
+"""Fixtures of the long-run tests: the contract's clock and session keys, and a task factory.
+
+§15's conventions: the clock is frozen at T0 (2026-04-02 12:00:00 in
+Asia/Shanghai, the configured zone), K is the task's real session key and
+K2 another one. Services are given `now` explicitly, so no test waits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from longrun import services
+
+T0 = datetime(2026, 4, 2, 4, 0, 0, tzinfo=UTC)
+T0_TEXT = "2026-04-02T12:00:00+08:00"
+K = "agent:main:telegram:dm:1001"
+K2 = "agent:main:main"
+
+
+def at(**delta: float) -> datetime:
+    """T0 plus a delta: at(minutes=5)."""
+    return T0 + timedelta(**delta)
+
+
+def task_set(name: str = "A", *, state: str = "executing", key: str | None = K, now: datetime = T0, **fields: Any):
+    """`task_state.py set` with every required argument; returns the Answer."""
+    values: dict[str, Any] = {
+        "session": "迁移会话",
+        "goal": "确认表结构",
+        "done_when": "迁移完成",
+        "blocked_when": "缺权限",
+        "boundary": "数据库",
+        "next_check": "30m",
+        "note": "读取迁移日志",
+        "by": "test",
+    } | fields
+    if key is not None:
+        values["origin_session_key"] = key
+    return services.task_set(name=name, state=state, now=now, **values)
+
+
+@dataclass
+class Facts:
+    """A long task as the pure rules read it (longrun.policies.facts.TaskFacts)."""
+
+    name: str = "A"
+    session_label: str = "迁移会话"
+    origin_session_key: str = K
+    state: str = "executing"
+    goal: str = "确认表结构"
+    done_when: str = "迁移完成"
+    blocked_when: str = "缺权限"
+    boundary: str = "数据库"
+    next_check: str = ""
+    next_check_at: datetime | None = None
+    note: str = "读取迁移日志"
+    progress_every: str = "3m"
+    progress_every_seconds: int = 180
+    last_progress_at: datetime | None = T0
+    last_progress_attempt_at: datetime | None = None
+    last_progress_sent_at: datetime | None = None
+    last_progress_unknown_at: datetime | None = None
+    last_progress_delivery_status: str = ""
+    last_progress_delivery_id: str = ""
+    last_progress_message_hash: str = ""
+    last_progress_send_error: str = ""
+    last_visible_reply_at: datetime | None = None
+    last_tool_result_at: datetime | None = None
+    last_resume_at: datetime | None = None
+    last_resume_reason: str = ""
+    last_resume_count: int = 0
+    updated_at: datetime = T0
+
+    def but(self, **changes: Any) -> Facts:
+        return replace(self, **changes)
+
+
+@pytest.fixture
+def facts() -> Facts:
+    return Facts()
