@@ -26,7 +26,14 @@ def at(**delta: float) -> datetime:
     return T0 + timedelta(**delta)
 
 
-def task_set(name: str = "A", *, state: str = "executing", key: str | None = K, now: datetime = T0, **fields: Any):
+def task_set(
+    name: str = "A",
+    *,
+    state: str = "executing",
+    key: str | None = K,
+    now: datetime = T0,
+    **fields: Any,
+):
     """`task_state.py set` with every required argument; returns the Answer."""
     values: dict[str, Any] = {
         "session": "迁移会话",
@@ -82,3 +89,46 @@ class Facts:
 @pytest.fixture
 def facts() -> Facts:
     return Facts()
+
+
+# --- the outbox, driven by hand ------------------------------------------------------------
+
+
+def push_channels(settings: Any) -> None:
+    """Heartbeats to a webhook (it de-duplicates), resumes and recoveries to the OpenClaw CLI.
+
+    No request is ever made: the tests answer for the channel (`answer`).
+    """
+    from tests.delivery.conftest import use_channels
+    from xworkmate.config import DeliveryChannel
+
+    use_channels(
+        settings,
+        DeliveryChannel(name="hook", kind="webhook", url="http://127.0.0.1:9/hook"),
+        DeliveryChannel(name="cli", kind="openclaw"),
+        routes={"longrun.progress": "hook", "longrun.resume": "cli", "longrun.recovery": "cli"},
+    )
+
+
+def answer(outcome: str, detail: str = "", *, now: datetime, retry: bool = False) -> list[Any]:
+    """Claim what the outbox would send now and record `outcome` as the channel's answer.
+
+    `retry`: the messages due again (a failed one after its back-off), not the new ones.
+    """
+    from xworkmate.delivery.channels.base import Outcome, Result
+    from xworkmate.delivery.services import messages_claim, messages_record_outcomes
+
+    claimed = messages_claim(new=not retry, now=now, by="test", limit=100)
+    result = Result(Outcome(outcome), detail)
+    return messages_record_outcomes(answered=[(one, result) for one in claimed], now=now)
+
+
+def acknowledge_all(session_key: str, *, now: datetime) -> list[Any]:
+    """The bridge fetches what waits for `session_key` on the record channel and acknowledges it."""
+    from xworkmate.delivery.selectors import pending_for_session
+    from xworkmate.delivery.services import message_acknowledge
+
+    pending = list(pending_for_session(session_key, limit=100))
+    for message in pending:
+        message_acknowledge(message=message, by="bridge", now=now)
+    return pending
