@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from datetime import datetime, timedelta, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 
 from longrun.policies.answers import EXIT_INVALID, LongrunError
 from longrun.policies.facts import TaskFacts
@@ -99,7 +99,9 @@ def parse_next_check(text: str, *, anchor: datetime, zone: tzinfo) -> datetime |
             return None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=zone)
-    return whole_second(moment)
+    # In UTC: a wall time inside a DST gap or overlap compares unequal to every
+    # other aware time until it is converted (Python's fold rule).
+    return whole_second(moment.astimezone(UTC))
 
 
 def window_text(window: timedelta) -> str:
