@@ -78,6 +78,7 @@ from longrun.policies.states import (
 from longrun.policies.timing import (
     PROGRESS,
     RECOVERY,
+    Verdict,
     idle_for_seconds,
     idle_limit,
     idle_timed_out,
@@ -874,6 +875,76 @@ def heartbeat_run_once(
 # --- keepalive (§7.9) ----------------------------------------------------------------------------
 
 
+def _resume(task: LongTask, *, now: datetime, rules: Rules, by: str) -> dict[str, Any]:
+    """Plan (or, with auto_resume, queue) the resume of an idle task: its dispatch."""
+    if not task.origin_session_key:
+        raise LongrunError(
+            exit_code=EXIT_NO_KEY,
+            body="missing origin_session_key; cannot emit portable keepalive event",
+            field="origin_session_key",
+            rule="a resume goes to the task's real session key",
+        )
+    source, latest = latest_activity(task)
+    idle_for = idle_for_seconds(task, now)
+    text = resume_message(task, idle_for=idle_for, source=source)
+    dispatch: dict[str, Any] = {
+        "tool": "openclaw_agent_resume",
+        "sessionKey": task.origin_session_key,
+        "origin_session_key": task.origin_session_key,
+        # Resolved by the delivery channel when it sends, never guessed (D-B13).
+        "sessionId": None,
+        "resolvedFrom": None,
+        "resolveMode": "not-resolved",
+        "message": text,
+        "task": task.name,
+        "reason": "idle_timeout",
+        "idle_for_seconds": idle_for,
+        "last_activity_source": source,
+    }
+    message_id = None
+    if rules.auto_resume:
+        message = outbox_enqueue(
+            purpose=RESUME_PURPOSE,
+            target=task.origin_session_key,
+            body=text,
+            idempotency_key=_message_key(task, "ka", str(int(latest.timestamp()))),
+            now=now,
+        )
+        dispatch["message_id"] = message.pk
+        if _already_queued(message.pk):
+            dispatch |= {"status": "already_queued", "message": message.body}
+            return dispatch
+        dispatch |= {"status": "queued", "note": RESUME_QUEUED_NOTE}
+        message_id = message.pk
+    else:
+        dispatch |= {"status": "planned", "note": RESUME_DISABLED_NOTE}
+    message_hash = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    fields = _apply_progress(
+        task, "attempt", error="", delivery_id="", message_hash=message_hash, at=now
+    )
+    _log(
+        task,
+        TaskEvent.ATTEMPT,
+        at=now,
+        by=by,
+        purpose=RESUME_PURPOSE,
+        message_hash=message_hash,
+        note=KEEPALIVE_PLANNED_NOTE,
+    )
+    if message_id is not None:
+        _log(
+            task,
+            TaskEvent.QUEUED,
+            at=now,
+            by=by,
+            purpose=RESUME_PURPOSE,
+            message_id=message_id,
+            message_hash=message_hash,
+        )
+    _save(task, rules, fields)
+    return dispatch
+
+
 def keepalive_run_once(
     *, now: datetime, idle: timedelta | None = None, by: str = "keepalive"
 ) -> Answer:
@@ -900,74 +971,8 @@ def keepalive_run_once(
     errors: list[dict[str, str]] = []
 
     def handle(task: LongTask) -> None:
-        if not idle_timed_out(task, now, idle):
-            return
-        if not task.origin_session_key:
-            raise LongrunError(
-                exit_code=EXIT_NO_KEY,
-                body="missing origin_session_key; cannot emit portable keepalive event",
-                field="origin_session_key",
-                rule="a resume goes to the task's real session key",
-            )
-        source, latest = latest_activity(task)
-        idle_for = idle_for_seconds(task, now)
-        text = resume_message(task, idle_for=idle_for, source=source)
-        dispatch: dict[str, Any] = {
-            "tool": "openclaw_agent_resume",
-            "sessionKey": task.origin_session_key,
-            "origin_session_key": task.origin_session_key,
-            # Resolved by the delivery channel when it sends, never guessed (D-B13).
-            "sessionId": None,
-            "resolvedFrom": None,
-            "resolveMode": "not-resolved",
-            "message": text,
-            "task": task.name,
-            "reason": "idle_timeout",
-            "idle_for_seconds": idle_for,
-            "last_activity_source": source,
-        }
-        dispatches.append(dispatch)
-        message_id = None
-        if rules.auto_resume:
-            message = outbox_enqueue(
-                purpose=RESUME_PURPOSE,
-                target=task.origin_session_key,
-                body=text,
-                idempotency_key=_message_key(task, "ka", str(int(latest.timestamp()))),
-                now=now,
-            )
-            dispatch["message_id"] = message.pk
-            if _already_queued(message.pk):
-                dispatch |= {"status": "already_queued", "message": message.body}
-                return
-            dispatch |= {"status": "queued", "note": RESUME_QUEUED_NOTE}
-            message_id = message.pk
-        else:
-            dispatch |= {"status": "planned", "note": RESUME_DISABLED_NOTE}
-        message_hash = hashlib.sha256(text.encode("utf-8")).hexdigest()
-        fields = _apply_progress(
-            task, "attempt", error="", delivery_id="", message_hash=message_hash, at=now
-        )
-        _log(
-            task,
-            TaskEvent.ATTEMPT,
-            at=now,
-            by=by,
-            purpose=RESUME_PURPOSE,
-            message_hash=message_hash,
-            note=KEEPALIVE_PLANNED_NOTE,
-        )
-        if message_id is not None:
-            _log(
-                task,
-                TaskEvent.QUEUED,
-                at=now,
-                by=by,
-                purpose=RESUME_PURPOSE,
-                message_id=message_id,
-                message_hash=message_hash,
-            )
-        _save(task, rules, fields)
+        if idle_timed_out(task, now, idle):
+            dispatches.append(_resume(task, now=now, rules=rules, by=by))
 
     _run_each(list(candidates), errors, handle)
     body: dict[str, Any] = {
@@ -1003,6 +1008,38 @@ def _recovery_token(task: LongTask, reason: str, now: datetime, stale: timedelta
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
 
+def _recover(
+    task: LongTask, verdict: Verdict, *, now: datetime, stale: timedelta, rules: Rules, by: str
+) -> dict[str, Any]:
+    """Queue an overdue task's recovery message, or its heartbeat: its payload."""
+    if not task.origin_session_key:
+        raise reports.missing_key_error(task.name)
+    item = reports.recovery_item(task, verdict, rules.zone)
+    payload = reports.watchdog_payload(task, item)
+    if verdict.kind == PROGRESS:
+        status, event = _heartbeat(
+            task, now=now, stale=stale, cooldown=rules.unknown_cooldown, by=by
+        )
+        payload["status"] = status
+        if event is not None and "message_id" in event:
+            payload |= {"message": event["message"], "message_id": event["message_id"]}
+        return payload
+    message = outbox_enqueue(
+        purpose=RECOVERY_PURPOSE,
+        target=task.origin_session_key,
+        body=payload["message"],
+        idempotency_key=_message_key(task, "rc", _recovery_token(task, verdict.reason, now, stale)),
+        now=now,
+    )
+    payload["message_id"] = message.pk
+    if _already_queued(message.pk):
+        payload["status"] = "already_queued"
+        return payload
+    payload["status"] = "queued"
+    _log(task, TaskEvent.QUEUED, at=now, by=by, purpose=RECOVERY_PURPOSE, message_id=message.pk)
+    return payload
+
+
 def watchdog_run_once(
     *, now: datetime, stale: timedelta | None = None, by: str = "watchdog"
 ) -> Answer:
@@ -1033,37 +1070,9 @@ def watchdog_run_once(
 
     def handle(task: LongTask) -> None:
         verdict = watchdog_verdict(task, now, stale)
-        if verdict.kind not in counts:
-            return
-        if not task.origin_session_key:
-            raise reports.missing_key_error(task.name)
-        item = reports.recovery_item(task, verdict, rules.zone)
-        payload = reports.watchdog_payload(task, item)
-        counts[verdict.kind] += 1
-        payloads.append(payload)
-        if verdict.kind == PROGRESS:
-            status, event = _heartbeat(
-                task, now=now, stale=stale, cooldown=rules.unknown_cooldown, by=by
-            )
-            payload["status"] = status
-            if event is not None and "message_id" in event:
-                payload |= {"message": event["message"], "message_id": event["message_id"]}
-            return
-        message = outbox_enqueue(
-            purpose=RECOVERY_PURPOSE,
-            target=task.origin_session_key,
-            body=payload["message"],
-            idempotency_key=_message_key(
-                task, "rc", _recovery_token(task, verdict.reason, now, stale)
-            ),
-            now=now,
-        )
-        payload["message_id"] = message.pk
-        if _already_queued(message.pk):
-            payload["status"] = "already_queued"
-            return
-        payload["status"] = "queued"
-        _log(task, TaskEvent.QUEUED, at=now, by=by, purpose=RECOVERY_PURPOSE, message_id=message.pk)
+        if verdict.kind in counts:
+            payloads.append(_recover(task, verdict, now=now, stale=stale, rules=rules, by=by))
+            counts[verdict.kind] += 1
 
     _run_each(list(candidates.order_by("id")), errors, handle)
     body: dict[str, Any] = {

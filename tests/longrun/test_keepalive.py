@@ -253,3 +253,16 @@ def test_d_b5_a_task_without_key_fails_alone():
         {"task": "A", "error": "missing origin_session_key; cannot emit portable keepalive event"}
     ]
     assert [d["task"] for d in answer_.body["dispatches"]] == ["B"]
+
+
+def test_d_b5_a_resume_the_outbox_refuses_is_an_error_item_not_a_dispatch(settings):
+    configure(settings, "longrun", auto_resume=True)
+    configure(settings, "delivery", max_body_bytes=1000)
+    _idle_task()
+    task_set("B", key=K2, note="长" * 1000)
+    body = services.keepalive_run_once(now=at(seconds=61)).body
+    assert [d["task"] for d in body["dispatches"]] == ["A"]
+    assert body["errors"][0]["task"] == "B"
+    assert body["errors"][0]["error"].startswith("DeliveryError: body: must be at most 1000 bytes")
+    assert LongTask.objects.get(name="B").last_progress_attempt_at is None  # rolled back
+    assert Message.objects.get().target == K

@@ -191,3 +191,15 @@ def test_d_b5_a_task_without_key_is_an_error_item_in_every_report():
     assert run.body["errors"] == error
     assert [p["task"] for p in run.body["payloads"]] == ["B"]
     assert Message.objects.get().target == K2
+
+
+def test_d_b5_a_recovery_the_outbox_refuses_is_an_error_item_not_a_payload(settings):
+    from tests.conftest import configure
+
+    configure(settings, "delivery", max_body_bytes=1000)
+    _stale_analyzing()
+    task_set("B", state="waiting", key=K2, next_check="5m", note="长" * 1000)
+    run = services.watchdog_run_once(now=at(minutes=10))
+    assert [p["task"] for p in run.body["payloads"]] == ["A"]
+    assert (run.body["due_count"], run.body["errors"][0]["task"]) == (1, "B")
+    assert Message.objects.get().target == K
