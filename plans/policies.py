@@ -290,7 +290,8 @@ def catch_up(
     more = 0
     cursor: int | None = due_ms
     while cursor is not None:
-        cursor = compute_next_run_ms(schedule, now_ms=cursor, host_tz=host_tz, job_id=job_id)
+        # + 1: an every schedule answers "now" itself when now is on a boundary.
+        cursor = compute_next_run_ms(schedule, now_ms=cursor + 1, host_tz=host_tz, job_id=job_id)
         if cursor is None or cursor > now_ms:
             break
         if len(passed) > MAX_MISSED_RECORDED:

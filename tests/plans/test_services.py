@@ -20,7 +20,7 @@ from plans.services import (
     job_resume,
     plan_propose,
 )
-from tests.plans.conftest import ARCHIVE_ID, NOW, SESSION, later, proposal
+from tests.plans.conftest import ARCHIVE_ID, NOW, later, proposal
 
 pytestmark = pytest.mark.django_db
 
@@ -29,7 +29,9 @@ def _plan_md(workspace: Path) -> str:
     return (workspace / "archives" / ARCHIVE_ID / "PLAN.md").read_text(encoding="utf-8")
 
 
-def _confirm(entry: Entry, message: str = "确认", turn: str = "turn-2", revision: int | None = None):
+def _confirm(
+    entry: Entry, message: str = "确认", turn: str = "turn-2", revision: int | None = None
+):
     entry.refresh_from_db()
     return entry_confirm(
         task_id=str(entry.task_id),
@@ -72,7 +74,11 @@ def test_7_8_an_explicit_confirmation_in_a_later_turn_creates_exactly_one_job(pr
     assert job.delivery == {"mode": "none", "bestEffort": True}
     assert job.next_run_at.isoformat() == "2026-03-10T01:00:00+00:00"  # case 41
     confirmation = Confirmation.objects.get()
-    assert (confirmation.how, confirmation.turn_id, confirmation.message) == ("api", "turn-2", message)
+    assert (confirmation.how, confirmation.turn_id, confirmation.message) == (
+        "api",
+        "turn-2",
+        message,
+    )
     assert confirmation.revision_sha256 == entry.revision.sha256
 
 
@@ -175,13 +181,22 @@ def test_f4_f5_a_change_that_leaves_plan_md_as_it_was_is_refused(propose, worksp
         ({"objective": "  "}, "objective: required"),
         ({"result": ""}, "result: required"),
         ({"steps": ()}, "steps: required"),
-        ({"schedule": {"kind": "cron", "expr": "61 * * * *"}}, "CronPattern: Invalid value for minute"),
-        ({"schedule": {"kind": "cron", "expr": "0 9 * * *", "tz": "Mars/Base"}}, "schedule: CronDate: Failed to convert date to timezone .Mars/Base."),
+        (
+            {"schedule": {"kind": "cron", "expr": "61 * * * *"}},
+            "CronPattern: Invalid value for minute",
+        ),
+        (
+            {"schedule": {"kind": "cron", "expr": "0 9 * * *", "tz": "Mars/Base"}},
+            "schedule: CronDate: Failed to convert date to timezone .Mars/Base.",
+        ),
         ({"schedule": {"kind": "every", "everyMs": 10}}, "everyMs: expected an integer >= 1000"),
         ({"schedule": {"kind": "at", "at": "2026-03-10T00:00:00Z"}}, "schedule.at is in the past"),
         ({"schedule": {"kind": "at", "at": "2037-01-01T00:00:00Z"}}, "Maximum allowed: 10 years"),
         ({"schedule": {"kind": "every", "everyMs": 1e30}}, "schedule.everyMs: must be at most"),
-        ({"message": "你好。从路径 archives/chat-1/PLAN.md 中读取"}, "message: the first instruction"),
+        (
+            {"message": "你好。从路径 archives/chat-1/PLAN.md 中读取"},
+            "message: the first instruction",
+        ),
         ({"missed": "sometimes"}, "missed: must be one of"),
     ],
 )
