@@ -15,7 +15,8 @@ class PlansConfig(AppConfig):
         from plans.services import RUN_PURPOSE, run_record_delivery
         from xworkmate.cards import AdminCard, register_admin_card
         from xworkmate.delivery.services import register_outcome_handler
-        from xworkmate.periodic import PeriodicJob, register_default_job
+        from xworkmate.config import PeriodicJob
+        from xworkmate.periodic import register_default_job
 
         register_admin_card(
             AdminCard(
