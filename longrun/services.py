@@ -224,6 +224,20 @@ def _claimed(pk: int) -> LongTask | None:
     return LongTask.objects.select_for_update(skip_locked=True).filter(LIVE, pk=pk).first()
 
 
+def _session_lock(key: str) -> SessionLock | None:
+    """The lock of `key`, its row locked for this transaction (not its task's).
+
+    Every writer locks a task's row before a lock's row, so two writers never
+    wait for each other in opposite orders.
+    """
+    return (
+        SessionLock.objects.select_for_update(of=("self",))
+        .select_related("task")
+        .filter(origin_session_key=key)
+        .first()
+    )
+
+
 _DERIVED = ("next_check_at", "progress_due_at", "last_activity_at")
 
 
@@ -391,12 +405,7 @@ def _set(
         )
     lock = None
     if state in ACTIVE_STATES:
-        lock = (
-            SessionLock.objects.select_for_update()
-            .select_related("task")
-            .filter(origin_session_key=key)
-            .first()
-        )
+        lock = _session_lock(key)
         if lock is not None and lock.task.name != name and not force_lock:
             raise _lock_conflict(key, lock.task.name, name, with_ok=False)
     old_state = task.state if task is not None else ""
@@ -447,6 +456,13 @@ def _set(
 def _hold_lock(task: LongTask, key: str, lock: SessionLock | None, now: datetime) -> None:
     """`task` holds `key`'s lock, and no other: its lock moves with its key (D-B11)."""
     SessionLock.objects.filter(task=task).exclude(origin_session_key=key).delete()
+    _take_lock(task, key, lock, now, with_ok=False)
+
+
+def _take_lock(
+    task: LongTask, key: str, lock: SessionLock | None, now: datetime, *, with_ok: bool
+) -> None:
+    """Give `key`'s lock (`lock`, None when free) to `task`."""
     if lock is None:
         try:
             with transaction.atomic():
@@ -456,7 +472,7 @@ def _hold_lock(task: LongTask, key: str, lock: SessionLock | None, now: datetime
             holder = SessionLock.objects.filter(origin_session_key=key).values_list(
                 "task__name", flat=True
             )
-            raise _lock_conflict(key, holder.first() or "", task.name, with_ok=False) from None
+            raise _lock_conflict(key, holder.first() or "", task.name, with_ok=with_ok) from None
     elif lock.task_id != task.pk:
         lock.task = task
         lock.acquired_at = now
@@ -678,31 +694,14 @@ def lock_acquire(*, session_key: str, name: str, force: bool = False, now: datet
     key = _key("session", session_key, required=True)
     name = _name(name)
     with transaction.atomic():
-        lock = (
-            SessionLock.objects.select_for_update()
-            .select_related("task")
-            .filter(origin_session_key=key)
-            .first()
-        )
+        task = _locked(name)
+        lock = _session_lock(key)
         if lock is not None and lock.task.name != name and not force:
             raise _lock_conflict(key, lock.task.name, name, with_ok=True)
-        task = _locked(name)
         if task is None:
             # A lock always names a task of the store (the original could name any string).
             raise _not_found(name)
-        if lock is None:
-            try:
-                with transaction.atomic():
-                    SessionLock.objects.create(origin_session_key=key, task=task, acquired_at=now)
-            except IntegrityError:
-                holder = SessionLock.objects.filter(origin_session_key=key).values_list(
-                    "task__name", flat=True
-                )
-                raise _lock_conflict(key, holder.first() or "", name, with_ok=True) from None
-        elif lock.task_id != task.pk:
-            lock.task = task
-            lock.acquired_at = now
-            lock.save(update_fields=["task", "acquired_at"])
+        _take_lock(task, key, lock, now, with_ok=True)
     return Answer(EXIT_OK, {"ok": True, "origin_session_key": key, "task": name})
 
 
@@ -711,12 +710,7 @@ def lock_release(*, session_key: str, name: str = "") -> Answer:
     key = _key("session", session_key, required=True)
     name = _key("task", name, required=False)
     with transaction.atomic():
-        lock = (
-            SessionLock.objects.select_for_update()
-            .select_related("task")
-            .filter(origin_session_key=key)
-            .first()
-        )
+        lock = _session_lock(key)
         if lock is None or (name and lock.task.name != name):
             return Answer(
                 EXIT_ACTION, {"ok": False, "origin_session_key": key, "task": name or None}
@@ -1054,16 +1048,16 @@ def watchdog_run_once(
     now = whole_second(now)
     rules = longrun_rules()
     stale = stale or rules.stale
-    candidates = (
-        live_tasks()
-        .filter(state__in=ACTIVE_STATES)
-        .filter(
-            Q(next_check_at__lte=now)
-            | Q(updated_at__lte=stale_limit(now, stale))
-            | Q(progress_due_at__lte=now)
-        )
-        .values_list("pk", "name")
-    )
+    # One indexed range scan per deadline rather than one OR the planner may
+    # answer with a scan of every active task.
+    active = live_tasks().filter(state__in=ACTIVE_STATES)
+    candidates: dict[int, str] = {}
+    for deadline in (
+        Q(next_check_at__lte=now),
+        Q(updated_at__lte=stale_limit(now, stale)),
+        Q(progress_due_at__lte=now),
+    ):
+        candidates.update(active.filter(deadline).values_list("pk", "name"))
     payloads: list[dict[str, Any]] = []
     counts = {RECOVERY: 0, PROGRESS: 0}
     errors: list[dict[str, str]] = []
@@ -1074,7 +1068,7 @@ def watchdog_run_once(
             payloads.append(_recover(task, verdict, now=now, stale=stale, rules=rules, by=by))
             counts[verdict.kind] += 1
 
-    _run_each(list(candidates.order_by("id")), errors, handle)
+    _run_each(sorted(candidates.items()), errors, handle)
     body: dict[str, Any] = {
         "due_count": counts[RECOVERY],
         "progress_count": counts[PROGRESS],
