@@ -3,31 +3,61 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
+from django.urls import reverse
+from django.utils import timezone
 from drf_spectacular.utils import (
     OpenApiExample,
+    OpenApiParameter,
     extend_schema,
     extend_schema_field,
     extend_schema_serializer,
     inline_serializer,
 )
 from rest_framework import serializers
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from plans.models import Entry
+from plans.planfile import PlanFileError, read_plan_file
+from plans.policies import clarification_problems
 from plans.schedule import ScheduleError
 from plans.selectors import (
+    DEFAULT_RUNS_PAGE,
     MAX_PREVIEW_RUNS,
+    MAX_RUNS_PAGE,
     MAX_SCHEDULE_MS,
     PreviewRequestError,
+    entries_visible_to,
+    entry_visible_to,
+    job_of,
+    runs_page,
     schedule_preview,
 )
+from plans.services import (
+    PlanGateError,
+    Proposal,
+    entry_cancel,
+    entry_confirm,
+    entry_request_changes,
+    entry_revise,
+    job_pause,
+    job_resume,
+    job_run_now,
+    plan_propose,
+)
+from plans.wire import cron_add_request, entry_json, run_json
 from xworkmate.api_errors import error_body
-from xworkmate.auth import HasScope
+from xworkmate.auth import HasScope, request_key
+from xworkmate.lib.errors import GatewayError
 from xworkmate.lib.jstime import ms_to_iso
+from xworkmate.lib.wire import KEY_MAX_LENGTH
 from xworkmate.openapi import api_error_responses
 
 
@@ -160,3 +190,623 @@ class SchedulePreviewApi(APIView):
         except ScheduleError as exc:
             return Response(error_body("INVALID_SCHEDULE", str(exc), envelope=False), status=400)
         return Response({"runs": [{"ms": ms, "iso": ms_to_iso(ms)} for ms in runs]})
+
+
+# --- plans: propose, review, confirm, run -------------------------------------------------------
+
+_UUID_PATTERN = "[0-9a-fA-F-]{36}"
+_NAME_MAX, _TEXT_MAX, _STEP_MAX, _MAX_STEPS = 200, 4000, 2000, 20
+_TURN_HELP = (
+    "the conversation turn the write comes from (e.g. the bridge's run id); an agent key "
+    "always speaks for its own run and may leave it out"
+)
+
+
+def _caller_session(request: Request) -> str | None:
+    """The session an agent key is confined to; None for the bridge's (unbound) keys."""
+    key = request_key(request)
+    return key.bound_session_key if key is not None and key.is_bound else None
+
+
+def _caller_turn(request: Request, named: str) -> str:
+    """The turn of a write: an agent key's own run, whatever it claims (F1 by construction)."""
+    key = request_key(request)
+    if key is not None and key.is_bound:
+        if named and named != key.bound_run_id:
+            raise PermissionDenied("turnId: an agent key speaks for its own run only")
+        return key.bound_run_id
+    if not named:
+        raise ValidationError({"turnId": _TURN_HELP})
+    return named
+
+
+def _who(request: Request) -> str:
+    key = request_key(request)
+    return f"api-key:{key.name}" if key is not None else "api"
+
+
+def _visible_entry(request: Request, task_id: str) -> Entry:
+    entry = entry_visible_to(task_id, _caller_session(request))
+    if entry is None:
+        raise NotFound("Plan not found")
+    return entry
+
+
+def _page_param(request: Request, name: str, *, default: int, low: int, high: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    # Digits beyond the bound's are out of range anyway (int() is not asked).
+    if not raw.isdigit() or len(raw.lstrip("0")) > len(str(high)) or not low <= int(raw) <= high:
+        raise ValidationError(f"Invalid query parameter `{name}`")
+    return int(raw)
+
+
+def _plan_answer(request: Request, entry: Entry) -> dict[str, Any]:
+    entry.refresh_from_db()
+    url = request.build_absolute_uri(reverse("admin:plans_entry_change", args=[entry.pk]))
+    return entry_json(entry, job_of(entry), review_url=url)
+
+
+class _PlansView(APIView):
+    """A plans endpoint: the services' refusals answer with their code and rule."""
+
+    permission_classes = [HasScope]
+    required_scope = "plans:read"
+
+    def handle_exception(self, exc: Exception) -> Response:
+        if isinstance(exc, GatewayError):
+            return Response(
+                error_body(exc.code, exc.message, envelope=False), status=exc.http_status
+            )
+        return super().handle_exception(exc)
+
+
+_PLAN_SCHEMA = {
+    "type": "object",
+    "description": "a plan: one Task_ID of a PLAN.md, its protocol state and its job "
+    "(OpenClaw's CronJob, §8.1); absent values are left out",
+    "required": ["taskId", "taskName", "archiveId", "planPath", "state", "revision"],
+    "properties": {
+        "taskId": {"type": "string", "format": "uuid"},
+        "taskName": {"type": "string"},
+        "archiveId": {"type": "string"},
+        "planPath": {"type": "string"},
+        "sessionKey": {"type": "string"},
+        "agentId": {"type": "string"},
+        "state": {"type": "string", "enum": [code for code, _ in Entry.STATES]},
+        "revision": {"type": "object"},
+        "confirmedRevision": {"type": "integer"},
+        "awaitingConfirmation": {"type": "boolean"},
+        "schedule": {"type": "object"},
+        "job": {"type": "object"},
+        "reviewUrl": {"type": "string"},
+    },
+}
+
+
+@extend_schema_field(_PLAN_SCHEMA)
+class _PlanField(serializers.JSONField):
+    pass
+
+
+_PlanOut = inline_serializer("Plan", {"plan": _PlanField()})
+
+
+class _ProposalFields(serializers.Serializer[Any]):
+    taskName = _TextField(max_length=_NAME_MAX, help_text="the plan's name (one line)")
+    persona = _TextField(max_length=_NAME_MAX, help_text="Role_Context: who runs it")
+    objective = _TextField(max_length=_TEXT_MAX, help_text="O: the pain point, and SOUL.md")
+    result = _TextField(max_length=_TEXT_MAX, help_text="R: success criteria, deliverables")
+    steps = serializers.ListField(
+        child=_TextField(max_length=_STEP_MAX),
+        min_length=1,
+        max_length=_MAX_STEPS,
+        help_text="A: the plan's own steps (frequency, logic, failure handling, archiving); "
+        "they follow the template's four steps",
+    )
+    schedule = _ScheduleField(help_text="what the job will run on: cron, every or at")
+    message = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=_TEXT_MAX,
+        help_text="the job message; it must start with the first instruction (default: "
+        "the instruction alone)",
+    )
+    missed = serializers.ChoiceField(
+        choices=["run-latest", "skip"],
+        required=False,
+        help_text="fire times missed while the service was down: run the newest once "
+        "(default) or skip them; both are recorded",
+    )
+    turnId = _TextField(required=False, max_length=200, help_text=_TURN_HELP)
+
+
+def _proposal_values(data: dict[str, Any]) -> dict[str, Any]:
+    names = {
+        "taskName": "task_name",
+        "persona": "persona",
+        "objective": "objective",
+        "result": "result",
+        "schedule": "schedule",
+        "message": "message",
+        "missed": "missed",
+    }
+    values = {names[k]: v for k, v in data.items() if k in names}
+    if "steps" in data:
+        values["steps"] = tuple(data["steps"])
+    return values
+
+
+_Errors = dict[int, str | tuple[str, tuple[str, ...]]]
+_WRITE_ERRORS: _Errors = {
+    400: ("a field breaks its rule (named), or the schedule is refused", ("INVALID_REQUEST",)),
+    403: "the key lacks `plans:write`, or an agent key names another session or turn",
+    409: (
+        "BLOCKED (the PLAN.md write did not verify) or REFUSED (the gate's rule, named)",
+        ("BLOCKED", "REFUSED", "CONFLICT"),
+    ),
+    411: "",
+    415: "",
+}
+
+
+class ProposePlanApi(_PlansView):
+    """`POST /api/plans/propose`: write a new entry into the session's PLAN.md (Gate A)."""
+
+    required_scope = "plans:write"
+
+    @extend_schema_serializer(component_name="ProposePlanInput")
+    class InputSerializer(_ProposalFields):
+        sessionKey = _TextField(
+            required=False,
+            max_length=KEY_MAX_LENGTH,
+            help_text="the OpenClaw session the plan belongs to; ARCHIVE_ID is its last "
+            "segment. Required for the bridge; an agent key's own session otherwise",
+        )
+
+    @extend_schema(
+        operation_id="plans_propose",
+        summary="Propose a plan: write it into PLAN.md; nothing is scheduled",
+        description="Scope: `plans:write`. Writes `archives/<ARCHIVE_ID>/PLAN.md` (atomic, read "
+        "back), answers the plan awaiting a person's confirmation and its `reviewUrl`.",
+        request=InputSerializer,
+        responses={201: _PlanOut, **api_error_responses(_WRITE_ERRORS)},
+        tags=["plans"],
+    )
+    def post(self, request: Request) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        params = data.validated_data
+        own = _caller_session(request)
+        named = params.get("sessionKey", "")
+        if own is not None and named and named != own:
+            raise PermissionDenied("sessionKey: an agent key proposes in its own session only")
+        session = own or named
+        if not session:
+            raise ValidationError({"sessionKey": "required, the session the plan belongs to"})
+        entry = plan_propose(
+            session_key=session,
+            proposal=Proposal(**_proposal_values(params)),
+            turn_id=_caller_turn(request, params.get("turnId", "")),
+            written_by=_who(request),
+            now=timezone.now(),
+        )
+        return Response({"plan": _plan_answer(request, entry)}, status=201)
+
+
+class PlansListApi(_PlansView):
+    @extend_schema(
+        operation_id="plans_list",
+        summary="The plans this key may see, newest change first",
+        parameters=[
+            OpenApiParameter("limit", {"type": "integer", "minimum": 1, "maximum": 200}),
+            OpenApiParameter("offset", {"type": "integer", "minimum": 0, "maximum": 10**9}),
+        ],
+        responses={
+            200: inline_serializer(
+                "PlanList",
+                {
+                    "plans": serializers.ListField(child=_PlanField()),
+                    "total": serializers.IntegerField(),
+                    "offset": serializers.IntegerField(),
+                    "limit": serializers.IntegerField(),
+                    "hasMore": serializers.BooleanField(),
+                    "nextOffset": serializers.IntegerField(allow_null=True),
+                },
+            ),
+            **api_error_responses(
+                {
+                    400: "Invalid query parameter `limit` (or `offset`)",
+                    403: "the key lacks `plans:read`",
+                }
+            ),
+        },
+        tags=["plans"],
+    )
+    def get(self, request: Request) -> Response:
+        limit = _page_param(request, "limit", default=DEFAULT_RUNS_PAGE, low=1, high=MAX_RUNS_PAGE)
+        offset = _page_param(request, "offset", default=0, low=0, high=10**9)
+        entries = entries_visible_to(_caller_session(request))
+        total = entries.count()
+        page = list(entries[offset : offset + limit])
+        more = offset + len(page) < total
+        return Response(
+            {
+                "plans": [_plan_answer(request, entry) for entry in page],
+                "total": total,
+                "offset": offset,
+                "limit": limit,
+                "hasMore": more,
+                "nextOffset": offset + len(page) if more else None,
+            }
+        )
+
+
+_READ_ERRORS: _Errors = {
+    403: "the key lacks `plans:read`",
+    404: "Plan not found (or not this key's)",
+}
+
+
+class PlanDetailApi(_PlansView):
+    @extend_schema(
+        operation_id="plans_detail",
+        summary="One plan: its state, revisions and job",
+        responses={200: _PlanOut, **api_error_responses(_READ_ERRORS)},
+        tags=["plans"],
+    )
+    def get(self, request: Request, task_id: str) -> Response:
+        return Response({"plan": _plan_answer(request, _visible_entry(request, task_id))})
+
+
+class PlanContentApi(_PlansView):
+    @extend_schema(
+        operation_id="plans_content",
+        summary="The PLAN.md the plan is in, as it is on disk",
+        responses={
+            200: inline_serializer("PlanContent", {"content": serializers.CharField()}),
+            **api_error_responses(
+                {
+                    **_READ_ERRORS,
+                    404: "Plan not found, or PLAN.md not found",
+                    502: ("Failed to read PLAN.md: <why>", ("BAD_GATEWAY",)),
+                }
+            ),
+        },
+        tags=["plans"],
+    )
+    def get(self, request: Request, task_id: str) -> Response:
+        entry = _visible_entry(request, task_id)
+        try:
+            content = read_plan_file(settings.XWORKMATE.plans_workspace, entry.plan.archive_id)
+        except PlanFileError as exc:
+            return Response(
+                error_body("BAD_GATEWAY", f"Failed to read PLAN.md: {exc}", envelope=False),
+                status=502,
+            )
+        if content is None:
+            raise NotFound("PLAN.md not found")
+        return Response({"content": content})
+
+
+class PlanRunsApi(_PlansView):
+    @extend_schema(
+        operation_id="plans_runs",
+        summary="The plan's runs (the run log of §8.5), newest first",
+        parameters=[
+            OpenApiParameter(
+                "limit", {"type": "integer", "minimum": 1, "maximum": 200}, description="default 50"
+            ),
+            OpenApiParameter("offset", {"type": "integer", "minimum": 0, "maximum": 10**9}),
+            OpenApiParameter("sortDir", {"type": "string", "enum": ["asc", "desc"]}),
+        ],
+        responses={
+            200: inline_serializer(
+                "PlanRuns",
+                {
+                    "entries": serializers.ListField(child=serializers.JSONField()),
+                    "total": serializers.IntegerField(),
+                    "offset": serializers.IntegerField(),
+                    "limit": serializers.IntegerField(),
+                    "hasMore": serializers.BooleanField(),
+                    "nextOffset": serializers.IntegerField(allow_null=True),
+                },
+            ),
+            **api_error_responses(
+                {**_READ_ERRORS, 400: "Invalid query parameter `limit` (or `offset`, `sortDir`)"}
+            ),
+        },
+        tags=["plans"],
+    )
+    def get(self, request: Request, task_id: str) -> Response:
+        entry = _visible_entry(request, task_id)
+        limit = _page_param(request, "limit", default=DEFAULT_RUNS_PAGE, low=1, high=MAX_RUNS_PAGE)
+        offset = _page_param(request, "offset", default=0, low=0, high=10**9)
+        direction = request.query_params.get("sortDir", "desc")
+        if direction not in ("asc", "desc"):
+            raise ValidationError("Invalid query parameter `sortDir`")
+        job = job_of(entry)
+        runs, total = (
+            runs_page(job, limit=limit, offset=offset, newest_first=direction == "desc")
+            if job
+            else ([], 0)
+        )
+        more = offset + len(runs) < total
+        return Response(
+            {
+                "entries": [run_json(run, job_id=job.job_id) for run in runs] if job else [],
+                "total": total,
+                "offset": offset,
+                "limit": limit,
+                "hasMore": more,
+                "nextOffset": offset + len(runs) if more else None,
+            }
+        )
+
+
+class PlanExportApi(_PlansView):
+    @extend_schema(
+        operation_id="plans_export",
+        summary="The confirmed plan as the exact OpenClaw cron.add request (D-C9)",
+        responses={
+            200: inline_serializer("CronAddRequest", {"request": serializers.JSONField()}),
+            **api_error_responses(
+                {**_READ_ERRORS, 409: ("REFUSED: the plan has no confirmed job", ("REFUSED",))}
+            ),
+        },
+        tags=["plans"],
+    )
+    def get(self, request: Request, task_id: str) -> Response:
+        job = job_of(_visible_entry(request, task_id))
+        if job is None:
+            raise PlanGateError("D-C9: only a confirmed plan exports; confirm it first")
+        return Response({"request": cron_add_request(job)})
+
+
+class RevisePlanApi(_PlansView):
+    required_scope = "plans:write"
+
+    @extend_schema_serializer(component_name="RevisePlanInput")
+    class InputSerializer(_ProposalFields):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            for name, field in self.fields.items():
+                if name != "turnId":
+                    field.required = False
+
+    @extend_schema(
+        operation_id="plans_revise",
+        summary="Write a change into PLAN.md as a new revision, then ask again (F4, F5)",
+        description="Scope: `plans:write`. The job, if any, keeps the confirmed revision until "
+        "the new one is confirmed (D-C3).",
+        request=InputSerializer,
+        responses={200: _PlanOut, **api_error_responses({**_WRITE_ERRORS, 404: "Plan not found"})},
+        tags=["plans"],
+    )
+    def post(self, request: Request, task_id: str) -> Response:
+        entry = _visible_entry(request, task_id)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        params = data.validated_data
+        entry = entry_revise(
+            task_id=str(entry.task_id),
+            changes=_proposal_values(params),
+            turn_id=_caller_turn(request, params.get("turnId", "")),
+            written_by=_who(request),
+            now=timezone.now(),
+        )
+        return Response({"plan": _plan_answer(request, entry)})
+
+
+class _UserMessage(serializers.Serializer[Any]):
+    revision = serializers.IntegerField(
+        min_value=1, max_value=2**31 - 1, help_text="the PLAN.md revision the user answered"
+    )
+    message = _TextField(max_length=_STEP_MAX, help_text="the user's own message, verbatim")
+    turnId = _TextField(required=False, max_length=200, help_text=_TURN_HELP)
+
+
+class ConfirmPlanApi(_PlansView):
+    required_scope = "plans:write"
+
+    @extend_schema_serializer(component_name="ConfirmPlanInput")
+    class InputSerializer(_UserMessage):
+        pass
+
+    @extend_schema(
+        operation_id="plans_confirm",
+        summary="Relay the user's confirmation of revision k; only then the job exists",
+        description="Scope: `plans:write`. The message must be an explicit confirmation "
+        "(plans.confirmation_phrases), from a later turn than the revision's, of the current "
+        "revision (D-C5); every refusal names its rule.",
+        request=InputSerializer,
+        responses={200: _PlanOut, **api_error_responses({**_WRITE_ERRORS, 404: "Plan not found"})},
+        tags=["plans"],
+    )
+    def post(self, request: Request, task_id: str) -> Response:
+        entry = _visible_entry(request, task_id)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        params = data.validated_data
+        entry_confirm(
+            task_id=str(entry.task_id),
+            revision=params["revision"],
+            message=params["message"],
+            turn_id=_caller_turn(request, params.get("turnId", "")),
+            relayed_by=_who(request),
+            now=timezone.now(),
+        )
+        return Response({"plan": _plan_answer(request, entry)})
+
+
+class RequestChangesApi(_PlansView):
+    required_scope = "plans:write"
+
+    @extend_schema_serializer(component_name="RequestChangesInput")
+    class InputSerializer(_UserMessage):
+        pass
+
+    @extend_schema(
+        operation_id="plans_request_changes",
+        summary="Relay the user's change request for revision k (nothing is scheduled)",
+        request=InputSerializer,
+        responses={200: _PlanOut, **api_error_responses({**_WRITE_ERRORS, 404: "Plan not found"})},
+        tags=["plans"],
+    )
+    def post(self, request: Request, task_id: str) -> Response:
+        entry = _visible_entry(request, task_id)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        params = data.validated_data
+        entry_request_changes(
+            task_id=str(entry.task_id),
+            revision=params["revision"],
+            comment=params["message"],
+            turn_id=_caller_turn(request, params.get("turnId", "")),
+            relayed_by=_who(request),
+            now=timezone.now(),
+        )
+        return Response({"plan": _plan_answer(request, entry)})
+
+
+class _JobActionApi(_PlansView):
+    required_scope = "plans:write"
+
+    def _act(self, request: Request, entry: Entry, now: datetime) -> None:
+        raise NotImplementedError
+
+    def post(self, request: Request, task_id: str) -> Response:
+        entry = _visible_entry(request, task_id)
+        self._act(request, entry, timezone.now())
+        return Response({"plan": _plan_answer(request, entry)})
+
+
+def _job_action_schema(
+    action: str, summary: str, description: str
+) -> Callable[[Callable[..., Response]], Callable[..., Response]]:
+    return extend_schema(
+        operation_id=f"plans_{action}",
+        summary=summary,
+        description=f"Scope: `plans:write`. {description}",
+        request=inline_serializer(
+            f"{action.title()}PlanInput",
+            {"turnId": _TextField(required=False, max_length=200, help_text=_TURN_HELP)},
+        ),
+        responses={200: _PlanOut, **api_error_responses({**_WRITE_ERRORS, 404: "Plan not found"})},
+        tags=["plans"],
+    )
+
+
+class PausePlanApi(_JobActionApi):
+    def _act(self, request: Request, entry: Entry, now: datetime) -> None:
+        job_pause(task_id=str(entry.task_id), now=now)
+
+    @_job_action_schema(
+        "pause", "Pause the plan's job", "Not a plan change: PLAN.md stays as it is (D-C4)."
+    )
+    def post(self, request: Request, task_id: str) -> Response:
+        return super().post(request, task_id)
+
+
+class ResumePlanApi(_JobActionApi):
+    def _act(self, request: Request, entry: Entry, now: datetime) -> None:
+        job_resume(task_id=str(entry.task_id), now=now)
+
+    @_job_action_schema(
+        "resume", "Resume the plan's job", "Its next run is computed from now (§11 case 73)."
+    )
+    def post(self, request: Request, task_id: str) -> Response:
+        return super().post(request, task_id)
+
+
+class CancelPlanApi(_JobActionApi):
+    def _act(self, request: Request, entry: Entry, now: datetime) -> None:
+        named = request.data.get("turnId", "") if isinstance(request.data, dict) else ""
+        if not isinstance(named, str):
+            raise ValidationError({"turnId": "must be a string"})
+        # The cancel is a PLAN.md write: it carries its turn when there is one.
+        bound = _caller_session(request) is not None
+        entry_cancel(
+            task_id=str(entry.task_id),
+            turn_id=_caller_turn(request, named) if named or bound else "",
+            written_by=_who(request),
+            now=now,
+        )
+
+    @_job_action_schema(
+        "cancel",
+        "Cancel the plan",
+        "Sets the entry's Status to Cancelled in PLAN.md first, then takes its job off the "
+        "schedule (D-C4); the job's runs are kept.",
+    )
+    def post(self, request: Request, task_id: str) -> Response:
+        return super().post(request, task_id)
+
+
+class RunPlanApi(_PlansView):
+    required_scope = "plans:write"
+
+    @extend_schema_serializer(component_name="RunPlanInput")
+    class InputSerializer(serializers.Serializer[Any]):
+        mode = serializers.ChoiceField(
+            choices=["force", "due"], default="force", help_text="force (default) or due"
+        )
+
+    @extend_schema(
+        operation_id="plans_run",
+        summary="Run the plan's job now (cron.run)",
+        request=InputSerializer,
+        responses={
+            200: inline_serializer(
+                "RunAnswer",
+                {
+                    "ok": serializers.BooleanField(),
+                    "ran": serializers.BooleanField(),
+                    "reason": serializers.ChoiceField(
+                        choices=["already-running", "not-due"], required=False
+                    ),
+                },
+            ),
+            **api_error_responses({**_WRITE_ERRORS, 404: "Plan not found"}),
+        },
+        tags=["plans"],
+    )
+    def post(self, request: Request, task_id: str) -> Response:
+        entry = _visible_entry(request, task_id)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        answer = job_run_now(
+            task_id=str(entry.task_id), mode=data.validated_data["mode"], now=timezone.now()
+        )
+        return Response(answer)
+
+
+class ClarificationCheckApi(_PlansView):
+    """`POST /api/plans/clarification-check`: does a reply to a vague request keep §2.2?"""
+
+    @extend_schema_serializer(component_name="ClarificationCheckInput")
+    class InputSerializer(serializers.Serializer[Any]):
+        reply = _TextField(max_length=20000, help_text="the agent's clarification reply")
+
+    @extend_schema(
+        operation_id="plans_clarification_check",
+        summary="Check a clarification reply: baseline, 2-3 options, 其他：[由用户补充]",
+        request=InputSerializer,
+        responses={
+            200: inline_serializer(
+                "ClarificationCheck",
+                {
+                    "ok": serializers.BooleanField(),
+                    "problems": serializers.ListField(child=serializers.CharField()),
+                },
+            ),
+            **api_error_responses({400: "", 403: "the key lacks `plans:read`", 411: "", 415: ""}),
+        },
+        tags=["plans"],
+    )
+    def post(self, request: Request) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        problems = clarification_problems(data.validated_data["reply"])
+        return Response({"ok": not problems, "problems": problems})

@@ -14,8 +14,8 @@ class PlansConfig(AppConfig):
     def ready(self) -> None:
         from plans.services import RUN_PURPOSE, run_record_delivery
         from xworkmate.cards import AdminCard, register_admin_card
-        from xworkmate.delivery.services import register_outcome_handler
         from xworkmate.config import PeriodicJob
+        from xworkmate.delivery.services import register_outcome_handler
         from xworkmate.periodic import register_default_job
 
         register_admin_card(

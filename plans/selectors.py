@@ -1,10 +1,14 @@
-"""Reads of the plans app. Today: the schedule preview people and the bridge rely on."""
+"""Reads of the plans app: the schedule preview, and plans scoped to their caller."""
 
 from __future__ import annotations
 
 import math
+import uuid
 from collections.abc import Mapping
 
+from django.db.models import QuerySet
+
+from plans.models import Entry, Job, Revision, Run
 from plans.schedule import next_runs, parse_at_ms, validate_schedule
 from plans.schedule._time import MAX_MS
 
@@ -80,3 +84,45 @@ def schedule_preview(
     validate_schedule(schedule, now_ms=after_ms, min_every_ms=min_every_ms, host_tz=host_tz)
     runs = next_runs(schedule, after_ms=after_ms, count=count, host_tz=host_tz, job_id=job_id)
     return [ms for ms in runs if ms <= MAX_SCHEDULE_MS]
+
+
+# --- plans, as the API and the skill see them -------------------------------------------------
+
+MAX_RUNS_PAGE = 200
+DEFAULT_RUNS_PAGE = 50
+
+
+def entries_visible_to(session_key: str | None) -> QuerySet[Entry]:
+    """The plans a caller may see: an agent key its own session's, the bridge all (None)."""
+    entries = Entry.objects.select_related("plan", "revision", "confirmed_revision")
+    if session_key is not None:
+        entries = entries.filter(plan__session_key=session_key)
+    return entries.order_by("-updated_at", "-id")
+
+
+def entry_visible_to(task_id: str, session_key: str | None) -> Entry | None:
+    try:
+        parsed = uuid.UUID(str(task_id))
+    except ValueError:
+        return None
+    return entries_visible_to(session_key).filter(task_id=parsed).first()
+
+
+def job_of(entry: Entry) -> Job | None:
+    return Job.objects.filter(entry=entry).first()
+
+
+def runs_page(
+    job: Job, *, limit: int, offset: int, newest_first: bool = True
+) -> tuple[list[Run], int]:
+    runs = Run.objects.filter(job=job).select_related("revision")
+    order = ("-fire_at_ms", "-id") if newest_first else ("fire_at_ms", "id")
+    return list(runs.order_by(*order)[offset : offset + limit]), runs.count()
+
+
+def previous_revision(revision: Revision) -> Revision | None:
+    return (
+        Revision.objects.filter(plan_id=revision.plan_id, number__lt=revision.number)
+        .order_by("-number")
+        .first()
+    )

@@ -94,6 +94,7 @@ __all__ = [
     "plans_reconcile",
     "run_record_delivery",
     "scheduler_tick",
+    "stored_schedule",
 ]
 
 RUN_PURPOSE = "plans.run"
@@ -626,7 +627,7 @@ def entry_confirm(
         return job
 
 
-def _stored_schedule(schedule: Mapping[str, Any], *, now_ms: int) -> dict[str, Any]:
+def stored_schedule(schedule: Mapping[str, Any], *, now_ms: int) -> dict[str, Any]:
     """The schedule as OpenClaw's createJob stores it (§8.3): an every is anchored at
     creation, a top-of-hour cron keeps its default stagger explicitly."""
     stored = dict(schedule)
@@ -658,7 +659,7 @@ def _job_for(entry: Entry, confirmation: Confirmation, *, now: datetime) -> Job:
         )
         schedule_changed = True
     else:
-        schedule_changed = job.schedule != _stored_schedule(entry.schedule or {}, now_ms=now_ms)
+        schedule_changed = job.schedule != stored_schedule(entry.schedule or {}, now_ms=now_ms)
     job.confirmation = confirmation
     job.name = entry.task_name
     job.payload = payload
@@ -666,7 +667,7 @@ def _job_for(entry: Entry, confirmation: Confirmation, *, now: datetime) -> Job:
     job.updated_at_ms = now_ms
     if schedule_changed:
         # An every patch re-anchors at now (§8.3), so it is stored afresh.
-        job.schedule = _stored_schedule(entry.schedule or {}, now_ms=now_ms)
+        job.schedule = stored_schedule(entry.schedule or {}, now_ms=now_ms)
         job.delete_after_run = job.schedule["kind"] == "at"
         if job.enabled:
             job.next_run_at = _next_run_at(job, now_ms=now_ms)

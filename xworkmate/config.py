@@ -264,7 +264,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
     },
     "plans": {
         "workspace": Key(
-            "", _check_str, doc="agent workspace of archives/<ARCHIVE_ID>/PLAN.md; empty = the first"
+            "", _check_str, doc="workspace of archives/<ARCHIVE_ID>/PLAN.md; empty = the first"
         ),
         "time_zone": Key("Asia/Shanghai", _check_time_zone, doc="zone of schedules without tz"),
         "min_every": Key(

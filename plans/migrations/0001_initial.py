@@ -7,6 +7,7 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     initial = True
 
     dependencies = [
@@ -15,552 +16,209 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name="Entry",
+            name='Entry',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("task_id", models.UUIDField(unique=True, verbose_name="Task_ID")),
-                ("task_name", models.CharField(max_length=500, verbose_name="name")),
-                (
-                    "state",
-                    models.CharField(
-                        choices=[
-                            ("CLARIFYING", "clarifying"),
-                            ("ORA_PROPOSED", "ORA proposed"),
-                            ("AWAITING_PLAN_CONFIRMATION", "awaiting confirmation"),
-                            ("REVISING", "revising"),
-                            ("CONFIRMED", "confirmed"),
-                            ("SCHEDULED", "scheduled"),
-                            ("CHANGE_REQUESTED", "change requested"),
-                            ("BLOCKED", "blocked"),
-                            ("PAUSED", "paused"),
-                            ("REMOVED", "removed"),
-                        ],
-                        default="AWAITING_PLAN_CONFIRMATION",
-                        max_length=32,
-                        verbose_name="state",
-                    ),
-                ),
-                ("blocked_reason", models.TextField(blank=True, verbose_name="blocked because")),
-                (
-                    "created_at",
-                    models.DateTimeField(
-                        default=django.utils.timezone.now, verbose_name="created at"
-                    ),
-                ),
-                (
-                    "updated_at",
-                    models.DateTimeField(
-                        default=django.utils.timezone.now, verbose_name="updated at"
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('task_id', models.UUIDField(unique=True, verbose_name='Task_ID')),
+                ('task_name', models.CharField(max_length=500, verbose_name='name')),
+                ('state', models.CharField(choices=[('CLARIFYING', 'clarifying'), ('ORA_PROPOSED', 'ORA proposed'), ('AWAITING_PLAN_CONFIRMATION', 'awaiting confirmation'), ('REVISING', 'revising'), ('CONFIRMED', 'confirmed'), ('SCHEDULED', 'scheduled'), ('CHANGE_REQUESTED', 'change requested'), ('BLOCKED', 'blocked'), ('PAUSED', 'paused'), ('REMOVED', 'removed')], default='AWAITING_PLAN_CONFIRMATION', max_length=32, verbose_name='state')),
+                ('blocked_reason', models.TextField(blank=True, verbose_name='blocked because')),
+                ('created_at', models.DateTimeField(default=django.utils.timezone.now, verbose_name='created at')),
+                ('updated_at', models.DateTimeField(default=django.utils.timezone.now, verbose_name='updated at')),
             ],
             options={
-                "verbose_name": "plan entry",
-                "verbose_name_plural": "plan entries",
-                "ordering": ("plan", "created_at", "id"),
+                'verbose_name': 'plan entry',
+                'verbose_name_plural': 'plan entries',
+                'ordering': ('plan', 'created_at', 'id'),
             },
         ),
         migrations.CreateModel(
-            name="Plan",
+            name='Plan',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                (
-                    "archive_id",
-                    models.CharField(max_length=200, unique=True, verbose_name="ARCHIVE_ID"),
-                ),
-                ("agent_id", models.CharField(max_length=200, verbose_name="agent")),
-                (
-                    "session_key",
-                    models.CharField(db_index=True, max_length=512, verbose_name="session key"),
-                ),
-                (
-                    "created_at",
-                    models.DateTimeField(
-                        default=django.utils.timezone.now, verbose_name="created at"
-                    ),
-                ),
-                (
-                    "updated_at",
-                    models.DateTimeField(
-                        default=django.utils.timezone.now, verbose_name="updated at"
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('archive_id', models.CharField(max_length=200, unique=True, verbose_name='ARCHIVE_ID')),
+                ('agent_id', models.CharField(max_length=200, verbose_name='agent')),
+                ('session_key', models.CharField(db_index=True, max_length=512, verbose_name='session key')),
+                ('created_at', models.DateTimeField(default=django.utils.timezone.now, verbose_name='created at')),
+                ('updated_at', models.DateTimeField(default=django.utils.timezone.now, verbose_name='updated at')),
             ],
             options={
-                "verbose_name": "plan",
-                "verbose_name_plural": "plans",
-                "ordering": ("-updated_at", "-id"),
+                'verbose_name': 'plan',
+                'verbose_name_plural': 'plans',
+                'ordering': ('-updated_at', '-id'),
             },
         ),
         migrations.CreateModel(
-            name="Confirmation",
+            name='Confirmation',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                (
-                    "revision_sha256",
-                    models.CharField(max_length=64, verbose_name="revision SHA-256"),
-                ),
-                (
-                    "revision_turn_id",
-                    models.CharField(blank=True, max_length=200, verbose_name="revision's turn"),
-                ),
-                (
-                    "how",
-                    models.CharField(
-                        choices=[("admin", "admin action"), ("api", "user message over the API")],
-                        max_length=8,
-                        verbose_name="how",
-                    ),
-                ),
-                ("turn_id", models.CharField(blank=True, max_length=200, verbose_name="turn")),
-                ("message", models.TextField(blank=True, verbose_name="user message")),
-                (
-                    "relayed_by",
-                    models.CharField(blank=True, max_length=200, verbose_name="relayed by"),
-                ),
-                (
-                    "confirmed_at",
-                    models.DateTimeField(
-                        default=django.utils.timezone.now, verbose_name="confirmed at"
-                    ),
-                ),
-                (
-                    "confirmed_by",
-                    models.ForeignKey(
-                        blank=True,
-                        null=True,
-                        on_delete=django.db.models.deletion.SET_NULL,
-                        related_name="+",
-                        to=settings.AUTH_USER_MODEL,
-                        verbose_name="confirmed by",
-                    ),
-                ),
-                (
-                    "entry",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="confirmations",
-                        to="plans.entry",
-                        verbose_name="entry",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('revision_sha256', models.CharField(max_length=64, verbose_name='revision SHA-256')),
+                ('revision_turn_id', models.CharField(blank=True, max_length=200, verbose_name="revision's turn")),
+                ('how', models.CharField(choices=[('admin', 'admin action'), ('api', 'user message over the API')], max_length=8, verbose_name='how')),
+                ('turn_id', models.CharField(blank=True, max_length=200, verbose_name='turn')),
+                ('message', models.TextField(blank=True, verbose_name='user message')),
+                ('relayed_by', models.CharField(blank=True, max_length=200, verbose_name='relayed by')),
+                ('confirmed_at', models.DateTimeField(default=django.utils.timezone.now, verbose_name='confirmed at')),
+                ('confirmed_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL, verbose_name='confirmed by')),
+                ('entry', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='confirmations', to='plans.entry', verbose_name='entry')),
             ],
             options={
-                "verbose_name": "confirmation",
-                "verbose_name_plural": "confirmations",
-                "ordering": ("-confirmed_at", "-id"),
+                'verbose_name': 'confirmation',
+                'verbose_name_plural': 'confirmations',
+                'ordering': ('-confirmed_at', '-id'),
             },
         ),
         migrations.CreateModel(
-            name="Job",
+            name='Job',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("job_id", models.CharField(max_length=200, unique=True, verbose_name="job id")),
-                ("agent_id", models.CharField(blank=True, max_length=200, verbose_name="agentId")),
-                (
-                    "session_key",
-                    models.CharField(blank=True, max_length=512, verbose_name="sessionKey"),
-                ),
-                ("name", models.CharField(max_length=500, verbose_name="name")),
-                ("description", models.TextField(blank=True, verbose_name="description")),
-                ("enabled", models.BooleanField(default=True, verbose_name="enabled")),
-                (
-                    "delete_after_run",
-                    models.BooleanField(default=False, verbose_name="deleteAfterRun"),
-                ),
-                ("created_at_ms", models.BigIntegerField(verbose_name="createdAtMs")),
-                ("updated_at_ms", models.BigIntegerField(verbose_name="updatedAtMs")),
-                ("schedule", models.JSONField(verbose_name="schedule")),
-                (
-                    "session_target",
-                    models.CharField(
-                        default="isolated", max_length=16, verbose_name="sessionTarget"
-                    ),
-                ),
-                (
-                    "wake_mode",
-                    models.CharField(default="now", max_length=16, verbose_name="wakeMode"),
-                ),
-                ("payload", models.JSONField(verbose_name="payload")),
-                ("delivery", models.JSONField(blank=True, null=True, verbose_name="delivery")),
-                (
-                    "missed",
-                    models.CharField(
-                        choices=[
-                            ("run-latest", "run the newest missed fire time once"),
-                            ("skip", "skip and record"),
-                        ],
-                        default="run-latest",
-                        max_length=16,
-                        verbose_name="missed fire times",
-                    ),
-                ),
-                (
-                    "next_run_at",
-                    models.DateTimeField(blank=True, null=True, verbose_name="next run"),
-                ),
-                (
-                    "running_at_ms",
-                    models.BigIntegerField(blank=True, null=True, verbose_name="runningAtMs"),
-                ),
-                (
-                    "last_run_at_ms",
-                    models.BigIntegerField(blank=True, null=True, verbose_name="lastRunAtMs"),
-                ),
-                (
-                    "last_run_status",
-                    models.CharField(blank=True, max_length=16, verbose_name="lastRunStatus"),
-                ),
-                ("last_error", models.TextField(blank=True, verbose_name="lastError")),
-                (
-                    "last_duration_ms",
-                    models.BigIntegerField(blank=True, null=True, verbose_name="lastDurationMs"),
-                ),
-                (
-                    "consecutive_errors",
-                    models.PositiveIntegerField(default=0, verbose_name="consecutiveErrors"),
-                ),
-                (
-                    "schedule_error_count",
-                    models.PositiveIntegerField(default=0, verbose_name="scheduleErrorCount"),
-                ),
-                (
-                    "last_delivery_status",
-                    models.CharField(blank=True, max_length=16, verbose_name="lastDeliveryStatus"),
-                ),
-                (
-                    "last_delivery_error",
-                    models.TextField(blank=True, verbose_name="lastDeliveryError"),
-                ),
-                (
-                    "last_delivered",
-                    models.BooleanField(blank=True, null=True, verbose_name="lastDelivered"),
-                ),
-                (
-                    "confirmation",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.PROTECT,
-                        related_name="+",
-                        to="plans.confirmation",
-                        verbose_name="confirmation",
-                    ),
-                ),
-                (
-                    "entry",
-                    models.OneToOneField(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="job",
-                        to="plans.entry",
-                        verbose_name="entry",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('job_id', models.CharField(max_length=200, unique=True, verbose_name='job id')),
+                ('agent_id', models.CharField(blank=True, max_length=200, verbose_name='agentId')),
+                ('session_key', models.CharField(blank=True, max_length=512, verbose_name='sessionKey')),
+                ('name', models.CharField(max_length=500, verbose_name='name')),
+                ('description', models.TextField(blank=True, verbose_name='description')),
+                ('enabled', models.BooleanField(default=True, verbose_name='enabled')),
+                ('delete_after_run', models.BooleanField(default=False, verbose_name='deleteAfterRun')),
+                ('created_at_ms', models.BigIntegerField(verbose_name='createdAtMs')),
+                ('updated_at_ms', models.BigIntegerField(verbose_name='updatedAtMs')),
+                ('schedule', models.JSONField(verbose_name='schedule')),
+                ('session_target', models.CharField(default='isolated', max_length=16, verbose_name='sessionTarget')),
+                ('wake_mode', models.CharField(default='now', max_length=16, verbose_name='wakeMode')),
+                ('payload', models.JSONField(verbose_name='payload')),
+                ('delivery', models.JSONField(blank=True, null=True, verbose_name='delivery')),
+                ('missed', models.CharField(choices=[('run-latest', 'run the newest missed fire time once'), ('skip', 'skip and record')], default='run-latest', max_length=16, verbose_name='missed fire times')),
+                ('next_run_at', models.DateTimeField(blank=True, null=True, verbose_name='next run')),
+                ('running_at_ms', models.BigIntegerField(blank=True, null=True, verbose_name='runningAtMs')),
+                ('last_run_at_ms', models.BigIntegerField(blank=True, null=True, verbose_name='lastRunAtMs')),
+                ('last_run_status', models.CharField(blank=True, max_length=16, verbose_name='lastRunStatus')),
+                ('last_error', models.TextField(blank=True, verbose_name='lastError')),
+                ('last_duration_ms', models.BigIntegerField(blank=True, null=True, verbose_name='lastDurationMs')),
+                ('consecutive_errors', models.PositiveIntegerField(default=0, verbose_name='consecutiveErrors')),
+                ('schedule_error_count', models.PositiveIntegerField(default=0, verbose_name='scheduleErrorCount')),
+                ('last_delivery_status', models.CharField(blank=True, max_length=16, verbose_name='lastDeliveryStatus')),
+                ('last_delivery_error', models.TextField(blank=True, verbose_name='lastDeliveryError')),
+                ('last_delivered', models.BooleanField(blank=True, null=True, verbose_name='lastDelivered')),
+                ('confirmation', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='plans.confirmation', verbose_name='confirmation')),
+                ('entry', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='job', to='plans.entry', verbose_name='entry')),
             ],
             options={
-                "verbose_name": "schedule job",
-                "verbose_name_plural": "schedule jobs",
-                "ordering": ("next_run_at", "id"),
+                'verbose_name': 'schedule job',
+                'verbose_name_plural': 'schedule jobs',
+                'ordering': ('next_run_at', 'id'),
             },
         ),
         migrations.AddField(
-            model_name="entry",
-            name="plan",
-            field=models.ForeignKey(
-                on_delete=django.db.models.deletion.CASCADE,
-                related_name="entries",
-                to="plans.plan",
-                verbose_name="plan",
-            ),
+            model_name='entry',
+            name='plan',
+            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='entries', to='plans.plan', verbose_name='plan'),
         ),
         migrations.CreateModel(
-            name="Revision",
+            name='Revision',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("number", models.PositiveIntegerField(verbose_name="revision")),
-                ("content", models.TextField(verbose_name="PLAN.md")),
-                ("sha256", models.CharField(max_length=64, verbose_name="SHA-256")),
-                (
-                    "source",
-                    models.CharField(
-                        choices=[("api", "written over the API"), ("file", "found on disk")],
-                        max_length=8,
-                        verbose_name="source",
-                    ),
-                ),
-                ("turn_id", models.CharField(blank=True, max_length=200, verbose_name="turn")),
-                (
-                    "written_by",
-                    models.CharField(blank=True, max_length=200, verbose_name="written by"),
-                ),
-                (
-                    "written_at",
-                    models.DateTimeField(
-                        default=django.utils.timezone.now, verbose_name="written at"
-                    ),
-                ),
-                (
-                    "plan",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="revisions",
-                        to="plans.plan",
-                        verbose_name="plan",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('number', models.PositiveIntegerField(verbose_name='revision')),
+                ('content', models.TextField(verbose_name='PLAN.md')),
+                ('sha256', models.CharField(max_length=64, verbose_name='SHA-256')),
+                ('source', models.CharField(choices=[('api', 'written over the API'), ('file', 'found on disk')], max_length=8, verbose_name='source')),
+                ('turn_id', models.CharField(blank=True, max_length=200, verbose_name='turn')),
+                ('written_by', models.CharField(blank=True, max_length=200, verbose_name='written by')),
+                ('written_at', models.DateTimeField(default=django.utils.timezone.now, verbose_name='written at')),
+                ('plan', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='revisions', to='plans.plan', verbose_name='plan')),
             ],
             options={
-                "verbose_name": "PLAN.md revision",
-                "verbose_name_plural": "PLAN.md revisions",
-                "ordering": ("plan", "number"),
+                'verbose_name': 'PLAN.md revision',
+                'verbose_name_plural': 'PLAN.md revisions',
+                'ordering': ('plan', 'number'),
             },
         ),
         migrations.AddField(
-            model_name="entry",
-            name="confirmed_revision",
-            field=models.ForeignKey(
-                blank=True,
-                null=True,
-                on_delete=django.db.models.deletion.PROTECT,
-                related_name="+",
-                to="plans.revision",
-                verbose_name="confirmed revision",
-            ),
+            model_name='entry',
+            name='confirmed_revision',
+            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='plans.revision', verbose_name='confirmed revision'),
         ),
         migrations.AddField(
-            model_name="entry",
-            name="revision",
-            field=models.ForeignKey(
-                on_delete=django.db.models.deletion.PROTECT,
-                related_name="+",
-                to="plans.revision",
-                verbose_name="revision",
-            ),
+            model_name='entry',
+            name='revision',
+            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='plans.revision', verbose_name='revision'),
         ),
         migrations.AddField(
-            model_name="confirmation",
-            name="revision",
-            field=models.ForeignKey(
-                on_delete=django.db.models.deletion.PROTECT,
-                related_name="confirmations",
-                to="plans.revision",
-                verbose_name="revision",
-            ),
+            model_name='confirmation',
+            name='revision',
+            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='confirmations', to='plans.revision', verbose_name='revision'),
         ),
         migrations.CreateModel(
-            name="Run",
+            name='Run',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("fire_at_ms", models.BigIntegerField(verbose_name="fire time (ms)")),
-                ("run_id", models.CharField(max_length=200, unique=True, verbose_name="run id")),
-                ("forced", models.BooleanField(default=False, verbose_name="run now")),
-                (
-                    "status",
-                    models.CharField(
-                        choices=[
-                            ("running", "running"),
-                            ("ok", "ok"),
-                            ("error", "error"),
-                            ("skipped", "skipped"),
-                            ("missed", "missed"),
-                        ],
-                        default="running",
-                        max_length=16,
-                        verbose_name="status",
-                    ),
-                ),
-                ("error", models.TextField(blank=True, verbose_name="error")),
-                ("summary", models.TextField(blank=True, verbose_name="summary")),
-                (
-                    "run_at_ms",
-                    models.BigIntegerField(blank=True, null=True, verbose_name="runAtMs"),
-                ),
-                (
-                    "duration_ms",
-                    models.BigIntegerField(blank=True, null=True, verbose_name="durationMs"),
-                ),
-                (
-                    "next_run_at_ms",
-                    models.BigIntegerField(blank=True, null=True, verbose_name="nextRunAtMs"),
-                ),
-                (
-                    "session_id",
-                    models.CharField(blank=True, max_length=200, verbose_name="sessionId"),
-                ),
-                (
-                    "session_key",
-                    models.CharField(blank=True, max_length=512, verbose_name="sessionKey"),
-                ),
-                (
-                    "delivery_message_id",
-                    models.BigIntegerField(blank=True, null=True, verbose_name="outbox message"),
-                ),
-                ("delivered", models.BooleanField(blank=True, null=True, verbose_name="delivered")),
-                (
-                    "delivery_status",
-                    models.CharField(blank=True, max_length=16, verbose_name="deliveryStatus"),
-                ),
-                ("delivery_error", models.TextField(blank=True, verbose_name="deliveryError")),
-                (
-                    "archive_timestamp",
-                    models.CharField(blank=True, max_length=19, verbose_name="archive TIMESTAMP"),
-                ),
-                (
-                    "created_at",
-                    models.DateTimeField(
-                        default=django.utils.timezone.now, verbose_name="created at"
-                    ),
-                ),
-                (
-                    "finished_at",
-                    models.DateTimeField(blank=True, null=True, verbose_name="finished at"),
-                ),
-                (
-                    "job",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="runs",
-                        to="plans.job",
-                        verbose_name="job",
-                    ),
-                ),
-                (
-                    "revision",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.PROTECT,
-                        related_name="+",
-                        to="plans.revision",
-                        verbose_name="revision run",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('fire_at_ms', models.BigIntegerField(verbose_name='fire time (ms)')),
+                ('run_id', models.CharField(max_length=200, unique=True, verbose_name='run id')),
+                ('forced', models.BooleanField(default=False, verbose_name='run now')),
+                ('status', models.CharField(choices=[('running', 'running'), ('ok', 'ok'), ('error', 'error'), ('skipped', 'skipped'), ('missed', 'missed')], default='running', max_length=16, verbose_name='status')),
+                ('error', models.TextField(blank=True, verbose_name='error')),
+                ('summary', models.TextField(blank=True, verbose_name='summary')),
+                ('run_at_ms', models.BigIntegerField(blank=True, null=True, verbose_name='runAtMs')),
+                ('duration_ms', models.BigIntegerField(blank=True, null=True, verbose_name='durationMs')),
+                ('next_run_at_ms', models.BigIntegerField(blank=True, null=True, verbose_name='nextRunAtMs')),
+                ('session_id', models.CharField(blank=True, max_length=200, verbose_name='sessionId')),
+                ('session_key', models.CharField(blank=True, max_length=512, verbose_name='sessionKey')),
+                ('delivery_message_id', models.BigIntegerField(blank=True, null=True, verbose_name='outbox message')),
+                ('delivered', models.BooleanField(blank=True, null=True, verbose_name='delivered')),
+                ('delivery_status', models.CharField(blank=True, max_length=16, verbose_name='deliveryStatus')),
+                ('delivery_error', models.TextField(blank=True, verbose_name='deliveryError')),
+                ('archive_timestamp', models.CharField(blank=True, max_length=19, verbose_name='archive TIMESTAMP')),
+                ('created_at', models.DateTimeField(default=django.utils.timezone.now, verbose_name='created at')),
+                ('finished_at', models.DateTimeField(blank=True, null=True, verbose_name='finished at')),
+                ('job', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='runs', to='plans.job', verbose_name='job')),
+                ('revision', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='plans.revision', verbose_name='revision run')),
             ],
             options={
-                "verbose_name": "run",
-                "verbose_name_plural": "runs",
-                "ordering": ("-fire_at_ms", "-id"),
+                'verbose_name': 'run',
+                'verbose_name_plural': 'runs',
+                'ordering': ('-fire_at_ms', '-id'),
             },
         ),
         migrations.AddIndex(
-            model_name="job",
-            index=models.Index(
-                condition=models.Q(("enabled", True), ("next_run_at__isnull", False)),
-                fields=["next_run_at"],
-                name="plans_job_due",
-            ),
+            model_name='job',
+            index=models.Index(condition=models.Q(('enabled', True), ('next_run_at__isnull', False)), fields=['next_run_at'], name='plans_job_due'),
         ),
         migrations.AddConstraint(
-            model_name="job",
-            constraint=models.CheckConstraint(
-                condition=models.Q(("session_target", "isolated")), name="plans_job_isolated"
-            ),
+            model_name='job',
+            constraint=models.CheckConstraint(condition=models.Q(('session_target', 'isolated')), name='plans_job_isolated'),
         ),
         migrations.AddConstraint(
-            model_name="job",
-            constraint=models.CheckConstraint(
-                condition=models.Q(("payload__kind", "agentTurn")), name="plans_job_agent_turn"
-            ),
+            model_name='job',
+            constraint=models.CheckConstraint(condition=models.Q(('payload__kind', 'agentTurn')), name='plans_job_agent_turn'),
         ),
         migrations.AddConstraint(
-            model_name="revision",
-            constraint=models.UniqueConstraint(
-                fields=("plan", "number"), name="plans_revision_once"
-            ),
+            model_name='revision',
+            constraint=models.UniqueConstraint(fields=('plan', 'number'), name='plans_revision_once'),
         ),
         migrations.AddConstraint(
-            model_name="revision",
-            constraint=models.CheckConstraint(
-                condition=models.Q(("number__gte", 1)), name="plans_revision_from_one"
-            ),
+            model_name='revision',
+            constraint=models.CheckConstraint(condition=models.Q(('number__gte', 1)), name='plans_revision_from_one'),
         ),
         migrations.AddConstraint(
-            model_name="entry",
-            constraint=models.CheckConstraint(
-                condition=models.Q(
-                    models.Q(("state", "BLOCKED"), _negated=True),
-                    models.Q(("blocked_reason", ""), _negated=True),
-                    _connector="OR",
-                ),
-                name="plans_entry_blocked_has_reason",
-            ),
+            model_name='entry',
+            constraint=models.CheckConstraint(condition=models.Q(models.Q(('state', 'BLOCKED'), _negated=True), models.Q(('blocked_reason', ''), _negated=True), _connector='OR'), name='plans_entry_blocked_has_reason'),
         ),
         migrations.AddConstraint(
-            model_name="confirmation",
-            constraint=models.UniqueConstraint(
-                fields=("entry", "revision"), name="plans_confirmation_once"
-            ),
+            model_name='confirmation',
+            constraint=models.UniqueConstraint(fields=('entry', 'revision'), name='plans_confirmation_once'),
         ),
         migrations.AddConstraint(
-            model_name="confirmation",
-            constraint=models.CheckConstraint(
-                condition=models.Q(
-                    ("turn_id", ""),
-                    models.Q(("turn_id", models.F("revision_turn_id")), _negated=True),
-                    _connector="OR",
-                ),
-                name="plans_confirmation_not_in_the_writing_turn",
-            ),
+            model_name='confirmation',
+            constraint=models.CheckConstraint(condition=models.Q(('turn_id', ''), models.Q(('turn_id', models.F('revision_turn_id')), _negated=True), _connector='OR'), name='plans_confirmation_not_in_the_writing_turn'),
         ),
         migrations.AddConstraint(
-            model_name="confirmation",
-            constraint=models.CheckConstraint(
-                condition=models.Q(
-                    models.Q(
-                        ("how", "api"),
-                        models.Q(("message", ""), _negated=True),
-                        models.Q(("turn_id", ""), _negated=True),
-                    ),
-                    models.Q(("how", "admin"), ("confirmed_by__isnull", False)),
-                    _connector="OR",
-                ),
-                name="plans_confirmation_says_who",
-            ),
+            model_name='confirmation',
+            constraint=models.CheckConstraint(condition=models.Q(models.Q(('how', 'api'), models.Q(('message', ''), _negated=True), models.Q(('turn_id', ''), _negated=True)), models.Q(('how', 'admin'), ('confirmed_by__isnull', False)), _connector='OR'), name='plans_confirmation_says_who'),
         ),
         migrations.AddConstraint(
-            model_name="run",
-            constraint=models.UniqueConstraint(
-                fields=("job", "fire_at_ms"), name="plans_run_once_per_fire_time"
-            ),
+            model_name='run',
+            constraint=models.UniqueConstraint(fields=('job', 'fire_at_ms'), name='plans_run_once_per_fire_time'),
         ),
         migrations.AddConstraint(
-            model_name="run",
-            constraint=models.CheckConstraint(
-                condition=models.Q(
-                    models.Q(("finished_at__isnull", True), ("status", "running")),
-                    models.Q(
-                        models.Q(("status", "running"), _negated=True),
-                        ("finished_at__isnull", False),
-                    ),
-                    _connector="OR",
-                ),
-                name="plans_run_finished_consistent",
-            ),
+            model_name='run',
+            constraint=models.CheckConstraint(condition=models.Q(models.Q(('finished_at__isnull', True), ('status', 'running')), models.Q(models.Q(('status', 'running'), _negated=True), ('finished_at__isnull', False)), _connector='OR'), name='plans_run_finished_consistent'),
         ),
     ]

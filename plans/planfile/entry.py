@@ -27,13 +27,7 @@ __all__ = [
 
 # The seven required fields, in the protocol's words (Task_ID is the heading).
 FIELDS = (
-    "Task_ID",
-    "Role_Context",
-    "Archive_Path",
-    "Status",
-    "Objective",
-    "Result",
-    "Action_Steps",
+    "Task_ID", "Role_Context", "Archive_Path", "Status", "Objective", "Result", "Action_Steps",
 )
 # Active (the template's only value) and Cancelled (set before a job is removed, D-C4).
 STATUSES = ("Active", "Cancelled")

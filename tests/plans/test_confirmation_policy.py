@@ -24,16 +24,7 @@ def _verdict(message: str, *, turn: str = "turn-2", revision: int = 1, current: 
 
 @pytest.mark.parametrize(
     "message",
-    [
-        "确认",
-        "确认。",
-        "  确认！ ",
-        "可以创建定时任务了",
-        "按这个建 Cron",
-        "按这个建cron",
-        "同意",
-        "就这样",
-    ],
+    ["确认", "确认。", "  确认！ ", "可以创建定时任务了", "按这个建 Cron", "按这个建cron", "同意", "就这样"],
 )
 def test_7_8_an_explicit_confirmation_in_a_later_turn_confirms(message):
     assert _verdict(message).confirmed
@@ -78,11 +69,7 @@ def test_a_stale_revision_is_not_confirmed():
 
 def test_the_whitelist_is_the_configured_one():
     verdict = confirmation_verdict(
-        message="ship it",
-        phrases=("Ship it",),
-        message_turn="b",
-        revision_turn="a",
-        revision_number=1,
-        current_revision_number=1,
+        message="ship it", phrases=("Ship it",), message_turn="b", revision_turn="a",
+        revision_number=1, current_revision_number=1,
     )
     assert verdict.confirmed

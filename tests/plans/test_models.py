@@ -39,11 +39,8 @@ def entry(revision: Revision) -> Entry:
 
 def _confirmation(entry: Entry, revision: Revision, **fields) -> Confirmation:
     values = {
-        "how": Confirmation.API,
-        "turn_id": "turn-2",
-        "message": "确认",
-        "revision_sha256": revision.sha256,
-        "revision_turn_id": revision.turn_id,
+        "how": Confirmation.API, "turn_id": "turn-2", "message": "确认",
+        "revision_sha256": revision.sha256, "revision_turn_id": revision.turn_id,
     } | fields
     return Confirmation.objects.create(entry=entry, revision=revision, **values)
 
@@ -51,12 +48,8 @@ def _confirmation(entry: Entry, revision: Revision, **fields) -> Confirmation:
 def _job(entry: Entry, confirmation: Confirmation | None, **fields) -> Job:
     # None is passed on purpose by the test that shows the column refuses it.
     values: dict[str, Any] = {
-        "job_id": str(uuid.uuid4()),
-        "name": "日报",
-        "created_at_ms": 0,
-        "updated_at_ms": 0,
-        "schedule": {"kind": "cron", "expr": "0 9 * * *"},
-        "payload": PAYLOAD,
+        "job_id": str(uuid.uuid4()), "name": "日报", "created_at_ms": 0, "updated_at_ms": 0,
+        "schedule": {"kind": "cron", "expr": "0 9 * * *"}, "payload": PAYLOAD,
         "confirmation": confirmation,
     } | fields
     return Job.objects.create(entry=entry, **values)
@@ -87,9 +80,8 @@ def test_a_confirmation_says_who(entry, revision):
     _refused(lambda: _confirmation(entry, revision, turn_id=""))  # API: its turn
     _refused(lambda: _confirmation(entry, revision, how=Confirmation.ADMIN))  # admin: the person
     person = User.objects.create_user("reviewer")
-    assert _confirmation(
-        entry, revision, how=Confirmation.ADMIN, turn_id="", message="", confirmed_by=person
-    )
+    assert _confirmation(entry, revision, how=Confirmation.ADMIN, turn_id="", message="",
+                         confirmed_by=person)
 
 
 def test_one_revision_is_confirmed_once(entry, revision):
@@ -114,9 +106,7 @@ def test_a_job_is_an_isolated_agent_turn(entry, revision, fields):
 def test_one_fire_time_runs_once(entry, revision):
     job = _job(entry, _confirmation(entry, revision))
     Run.objects.create(job=job, fire_at_ms=1000, run_id="run-1", revision=revision)
-    _refused(
-        lambda: Run.objects.create(job=job, fire_at_ms=1000, run_id="run-2", revision=revision)
-    )
+    _refused(lambda: Run.objects.create(job=job, fire_at_ms=1000, run_id="run-2", revision=revision))
     assert job.runs.count() == 1
 
 
@@ -124,16 +114,10 @@ def test_a_finished_run_has_its_end_and_a_running_one_none(entry, revision):
     from django.utils import timezone
 
     job = _job(entry, _confirmation(entry, revision))
-    _refused(
-        lambda: Run.objects.create(
-            job=job, fire_at_ms=1, run_id="r1", revision=revision, status=Run.OK
-        )
-    )
-    _refused(
-        lambda: Run.objects.create(
-            job=job, fire_at_ms=2, run_id="r2", revision=revision, finished_at=timezone.now()
-        )
-    )
+    _refused(lambda: Run.objects.create(job=job, fire_at_ms=1, run_id="r1", revision=revision,
+                                        status=Run.OK))
+    _refused(lambda: Run.objects.create(job=job, fire_at_ms=2, run_id="r2", revision=revision,
+                                        finished_at=timezone.now()))
 
 
 def test_a_blocked_entry_says_why(entry):

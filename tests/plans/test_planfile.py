@@ -55,12 +55,8 @@ EXPECTED_34 = """### [Task_ID: 7f3c9a2e-1b4d-4c8e-9f10-2a3b4c5d6e7f] 每日库�
 
 def _entry(name="每日库存巡检日报", task_id=TASK, **changes) -> Entry:
     entry = new_entry(
-        archive_id=ARCHIVE,
-        task_name=name,
-        persona="财务分析师",
-        objective="减少缺货风险",
-        result="每日 09:00 前生成 report.md",
-        task_id=task_id,
+        archive_id=ARCHIVE, task_name=name, persona="财务分析师",
+        objective="减少缺货风险", result="每日 09:00 前生成 report.md", task_id=task_id,
     )
     return dataclasses.replace(entry, **changes)
 
@@ -76,9 +72,7 @@ def test_a_new_entry_gets_a_fresh_lowercase_uuid4():
         for _ in range(2)
     )
     assert first.task_id != second.task_id
-    assert re.fullmatch(
-        r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", first.task_id
-    )
+    assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", first.task_id)
 
 
 @pytest.mark.parametrize(
@@ -98,8 +92,7 @@ def test_19_a_missing_field_is_named_and_nothing_is_written(tmp_path, field, cha
     # The same from a file: the line of the field is gone.
     label = {"Action_Steps": "- **Action_Steps**:"}.get(field, f"- **{field}**:")
     text = "\n".join(
-        line
-        for line in EXPECTED_34.split("\n")
+        line for line in EXPECTED_34.split("\n")
         if not line.startswith(label) and not (field == "Action_Steps" and line.startswith("  "))
     )
     with pytest.raises(PlanFileError, match=f"missing required field\\(s\\): {field}"):
@@ -124,10 +117,7 @@ def test_19_a_missing_task_id_heading_is_named():
 def test_20_the_first_step_must_read_this_file_for_this_task(first):
     entry = _entry()
     steps = (first, *entry.action_steps[1:])
-    with pytest.raises(
-        PlanFileError,
-        match="first Action_Step must be the read-this-file instruction for this Task_ID",
-    ):
+    with pytest.raises(PlanFileError, match="first Action_Step must be the read-this-file instruction for this Task_ID"):
         render_entry(dataclasses.replace(entry, action_steps=steps), archive_id=ARCHIVE)
 
 
@@ -233,28 +223,17 @@ def test_an_unparsable_line_is_reported_with_its_number_and_the_rule():
 
 # One line of any script, no line breaks, no placeholder braces, not blank.
 _line = st.text(
-    alphabet=st.characters(
-        blacklist_categories=("Cs", "Cc", "Zl", "Zp"), blacklist_characters="{}"
-    ),
+    alphabet=st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp"), blacklist_characters="{}"),
     min_size=1,
     max_size=40,
 ).filter(lambda s: s.strip() == s and s.strip())
 _entries = st.builds(
     lambda name, persona, objective, result, extra, seed: new_entry(
-        archive_id=ARCHIVE,
-        task_name=name,
-        persona=persona,
-        objective=objective,
-        result=result,
-        extra_steps=tuple(extra),
+        archive_id=ARCHIVE, task_name=name, persona=persona, objective=objective,
+        result=result, extra_steps=tuple(extra),
         task_id=f"{seed:08x}-0000-4000-8000-000000000000",
     ),
-    _line,
-    _line,
-    _line,
-    _line,
-    st.lists(_line, max_size=3),
-    st.integers(0, 2**32 - 1),
+    _line, _line, _line, _line, st.lists(_line, max_size=3), st.integers(0, 2**32 - 1),
 )
 
 
@@ -290,10 +269,7 @@ def test_editing_one_entry_leaves_every_other_byte_identical(entries, data, obje
     after = parse_plan_file(edited)
     for position, (before_item, after_item) in enumerate(zip(items, after, strict=True)):
         if position != index:
-            assert (
-                edited[after_item.start : after_item.end]
-                == text[before_item.start : before_item.end]
-            )
+            assert edited[after_item.start : after_item.end] == text[before_item.start : before_item.end]
     assert after[index].entry.objective == objective
     assert [item.entry.task_id for item in after] == [entry.task_id for entry in entries]
 
@@ -310,9 +286,7 @@ def test_76_the_archive_id_is_the_last_segment_of_the_session():
 
 
 def test_77_the_status_line_is_cut_before_the_bullet():
-    assert (
-        archive_id_from_session("🧵 Session: agent:a:user:u:direct:abc • updated 2m ago") == "abc"
-    )
+    assert archive_id_from_session("🧵 Session: agent:a:user:u:direct:abc • updated 2m ago") == "abc"
     assert archive_id_from_session("agent:a:direct:x.y z") == "x_y_z"
 
 

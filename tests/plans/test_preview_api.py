@@ -21,30 +21,23 @@ def planner(make_client):
 def test_it_previews_a_cron_schedule_across_spring_forward(planner):
     response = planner.post(
         "/api/plans/schedule-preview",
-        {
-            "schedule": {"kind": "cron", "expr": "30 2 * * *", "tz": "America/New_York"},
-            "afterMs": AFTER,
-            "count": 3,
-        },
+        {"schedule": {"kind": "cron", "expr": "30 2 * * *", "tz": "America/New_York"},
+         "afterMs": AFTER, "count": 3},
     )
     assert response.status_code == 200
     # 02:30 does not exist on 2026-03-08 in New York: croner runs it shifted by the gap (03:30 EDT).
-    assert response.json() == {
-        "runs": [
-            {"ms": 1772868600000 + 86400000, "iso": "2026-03-08T07:30:00.000Z"},
-            {"ms": 1773037800000, "iso": "2026-03-09T06:30:00.000Z"},
-            {"ms": 1773124200000, "iso": "2026-03-10T06:30:00.000Z"},
-        ]
-    }
+    assert response.json() == {"runs": [
+        {"ms": 1772868600000 + 86400000, "iso": "2026-03-08T07:30:00.000Z"},
+        {"ms": 1773037800000, "iso": "2026-03-09T06:30:00.000Z"},
+        {"ms": 1773124200000, "iso": "2026-03-10T06:30:00.000Z"},
+    ]}
 
 
 def test_it_previews_every_with_its_anchor_and_defaults_to_ten_runs(planner):
     response = planner.post(
         "/api/plans/schedule-preview",
-        {
-            "schedule": {"kind": "every", "everyMs": 3600000, "anchorMs": AFTER - 900000},
-            "afterMs": AFTER,
-        },
+        {"schedule": {"kind": "every", "everyMs": 3600000, "anchorMs": AFTER - 900000},
+         "afterMs": AFTER},
     )
     runs = [r["ms"] for r in response.json()["runs"]]
     assert len(runs) == 10
@@ -53,11 +46,8 @@ def test_it_previews_every_with_its_anchor_and_defaults_to_ten_runs(planner):
 
 
 def test_it_uses_the_job_id_for_the_top_of_hour_stagger(planner):
-    body = {
-        "schedule": {"kind": "cron", "expr": "0 * * * *", "tz": "UTC"},
-        "afterMs": AFTER,
-        "count": 1,
-    }
+    body = {"schedule": {"kind": "cron", "expr": "0 * * * *", "tz": "UTC"}, "afterMs": AFTER,
+            "count": 1}
     exact = planner.post("/api/plans/schedule-preview", body).json()["runs"][0]["ms"]
     assert exact == AFTER + 3600000
     staggered = planner.post("/api/plans/schedule-preview", body | {"jobId": "job-42"}).json()
@@ -94,22 +84,10 @@ def test_a_future_at_runs_once(planner):
     ("schedule", "message"),
     [
         ({"kind": "cron", "expr": "61 * * * *"}, "CronPattern: Invalid value for minute: 61"),
-        (
-            {"kind": "cron", "expr": "* * *"},
-            "CronPattern: invalid configuration format ('* * *'), exactly five, six, or seven space separated parts are required.",
-        ),
-        (
-            {"kind": "cron", "expr": "0 9 * * *", "tz": "Mars/Base"},
-            "Invalid time zone specified: Mars/Base",
-        ),
-        (
-            {"kind": "every", "everyMs": 10},
-            "invalid schedule.everyMs: expected an integer >= 1000 (got 10)",
-        ),
-        (
-            {"kind": "at", "at": "2026-02-30T09:00:00Z"},
-            "Invalid schedule.at: expected ISO-8601 timestamp (got 2026-02-30T09:00:00Z)",
-        ),
+        ({"kind": "cron", "expr": "* * *"}, "CronPattern: invalid configuration format ('* * *'), exactly five, six, or seven space separated parts are required."),
+        ({"kind": "cron", "expr": "0 9 * * *", "tz": "Mars/Base"}, "Invalid time zone specified: Mars/Base"),
+        ({"kind": "every", "everyMs": 10}, "invalid schedule.everyMs: expected an integer >= 1000 (got 10)"),
+        ({"kind": "at", "at": "2026-02-30T09:00:00Z"}, "Invalid schedule.at: expected ISO-8601 timestamp (got 2026-02-30T09:00:00Z)"),
         ({"kind": "weekly"}, "weekly"),
     ],
 )
@@ -126,31 +104,13 @@ def test_it_refuses_a_bad_schedule_with_the_engine_message(planner, schedule, me
     [
         ({}, "schedule: This field is required."),
         ({"schedule": "0 9 * * *"}, 'schedule: Expected a dictionary of items but got type "str".'),
-        (
-            {"schedule": {"kind": "cron", "expr": "0 9 * * *"}, "count": 51},
-            "count: Ensure this value is less than or equal to 50.",
-        ),
-        (
-            {"schedule": {"kind": "cron", "expr": "0 9 * * *"}, "count": 0},
-            "count: Ensure this value is greater than or equal to 1.",
-        ),
-        (
-            {"schedule": {"kind": "cron", "expr": "0 9 * * *"}, "afterMs": "soon"},
-            "afterMs: A valid integer is required.",
-        ),
+        ({"schedule": {"kind": "cron", "expr": "0 9 * * *"}, "count": 51}, "count: Ensure this value is less than or equal to 50."),
+        ({"schedule": {"kind": "cron", "expr": "0 9 * * *"}, "count": 0}, "count: Ensure this value is greater than or equal to 1."),
+        ({"schedule": {"kind": "cron", "expr": "0 9 * * *"}, "afterMs": "soon"}, "afterMs: A valid integer is required."),
         # A zone or a job id is text: a number is refused, not turned into "0".
-        (
-            {"schedule": {"kind": "every", "everyMs": 3600000}, "hostTz": 0},
-            "hostTz: Not a valid string.",
-        ),
-        (
-            {"schedule": {"kind": "cron", "expr": "0 9 * * *"}, "jobId": 42},
-            "jobId: Not a valid string.",
-        ),
-        (
-            {"schedule": {"kind": "cron", "expr": "0 9 * * *"}, "jobId": " \x85"},
-            "jobId: This field may not be blank.",
-        ),
+        ({"schedule": {"kind": "every", "everyMs": 3600000}, "hostTz": 0}, "hostTz: Not a valid string."),
+        ({"schedule": {"kind": "cron", "expr": "0 9 * * *"}, "jobId": 42}, "jobId: Not a valid string."),
+        ({"schedule": {"kind": "cron", "expr": "0 9 * * *"}, "jobId": " \x85"}, "jobId: This field may not be blank."),
     ],
 )
 def test_it_refuses_bad_params_naming_the_field(planner, body, message):
@@ -172,31 +132,18 @@ def test_it_refuses_outsiders(anonymous, make_client):
 def test_the_admin_page_describes_and_lists_runs_in_the_users_language(client, db):
     user = User.objects.create_superuser("pat", "", "pw-pat-12345")
     client.force_login(user)
-    page = client.get(
-        "/admin/plans/schedule-preview/",
-        {
-            "kind": "cron",
-            "expr": "30 2 * * *",
-            "tz": "America/New_York",
-            "count": "3",
-        },
-    ).content.decode()
+    page = client.get("/admin/plans/schedule-preview/", {
+        "kind": "cron", "expr": "30 2 * * *", "tz": "America/New_York", "count": "3",
+    }).content.decode()
     assert "Every day at 02:30 (America/New_York)" in page
     assert page.count("<tr><td>") == 3
     client.post("/admin/language/", {"language": "zh-hans"})
-    page = client.get(
-        "/admin/plans/schedule-preview/",
-        {
-            "kind": "cron",
-            "expr": "30 2 * * *",
-            "tz": "America/New_York",
-            "count": "3",
-        },
-    ).content.decode()
+    page = client.get("/admin/plans/schedule-preview/", {
+        "kind": "cron", "expr": "30 2 * * *", "tz": "America/New_York", "count": "3",
+    }).content.decode()
     assert "每天 02:30 (America/New_York)" in page
-    bad = client.get(
-        "/admin/plans/schedule-preview/", {"kind": "cron", "expr": "61 * * * *", "count": "3"}
-    ).content.decode()
+    bad = client.get("/admin/plans/schedule-preview/", {"kind": "cron", "expr": "61 * * * *",
+                                                         "count": "3"}).content.decode()
     assert "CronPattern: Invalid value for minute: 61" in bad
 
 

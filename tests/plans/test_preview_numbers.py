@@ -27,37 +27,20 @@ def preview(planner, **body):
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        (
-            {"schedule": {"kind": "every", "everyMs": 1e20}, "afterMs": AFTER},
-            "schedule.everyMs: must be at most 253402300799999 (got 1e+20)",
-        ),
-        (
-            {"schedule": {"kind": "every", "everyMs": 10**20}, "afterMs": AFTER},
-            "schedule.everyMs: must be at most 253402300799999 (got 100000000000000000000)",
-        ),
-        (
-            {"schedule": {"kind": "every", "everyMs": 1e30}, "afterMs": AFTER},
-            "schedule.everyMs: must be at most 253402300799999 (got 1e+30)",
-        ),
-        (
-            {"schedule": {"kind": "every", "everyMs": HOUR, "anchorMs": 1e20}, "afterMs": AFTER},
-            "schedule.anchorMs: must be at most 253402300799999 (got 1e+20)",
-        ),
-        (
-            {
-                "schedule": {"kind": "cron", "expr": "0 * * * *", "staggerMs": 1e20},
-                "afterMs": AFTER,
-            },
-            "schedule.staggerMs: must be at most 253402300799999 (got 1e+20)",
-        ),
-        (
-            {"schedule": {"kind": "every", "everyMs": HOUR}, "afterMs": 10**20},
-            "afterMs: must be from 0 to 253402300799999",
-        ),
-        (
-            {"schedule": {"kind": "cron", "expr": "0 9 * * *"}, "afterMs": MAX_SCHEDULE_MS + 1},
-            "afterMs: must be from 0 to 253402300799999",
-        ),
+        ({"schedule": {"kind": "every", "everyMs": 1e20}, "afterMs": AFTER},
+         "schedule.everyMs: must be at most 253402300799999 (got 1e+20)"),
+        ({"schedule": {"kind": "every", "everyMs": 10**20}, "afterMs": AFTER},
+         "schedule.everyMs: must be at most 253402300799999 (got 100000000000000000000)"),
+        ({"schedule": {"kind": "every", "everyMs": 1e30}, "afterMs": AFTER},
+         "schedule.everyMs: must be at most 253402300799999 (got 1e+30)"),
+        ({"schedule": {"kind": "every", "everyMs": HOUR, "anchorMs": 1e20}, "afterMs": AFTER},
+         "schedule.anchorMs: must be at most 253402300799999 (got 1e+20)"),
+        ({"schedule": {"kind": "cron", "expr": "0 * * * *", "staggerMs": 1e20}, "afterMs": AFTER},
+         "schedule.staggerMs: must be at most 253402300799999 (got 1e+20)"),
+        ({"schedule": {"kind": "every", "everyMs": HOUR}, "afterMs": 10**20},
+         "afterMs: must be from 0 to 253402300799999"),
+        ({"schedule": {"kind": "cron", "expr": "0 9 * * *"}, "afterMs": MAX_SCHEDULE_MS + 1},
+         "afterMs: must be from 0 to 253402300799999"),
     ],
 )
 def test_it_refuses_absurd_numbers_as_invalid_request_naming_the_field(planner, body, message):
@@ -67,35 +50,23 @@ def test_it_refuses_absurd_numbers_as_invalid_request_naming_the_field(planner, 
 
 
 def test_it_fires_an_every_boundary_exactly_at_after_ms(planner):
-    response = preview(
-        planner,
-        schedule={"kind": "every", "everyMs": HOUR, "anchorMs": AFTER - HOUR},
-        afterMs=AFTER,
-        count=3,
-    )
+    response = preview(planner, schedule={"kind": "every", "everyMs": HOUR, "anchorMs": AFTER - HOUR},
+                       afterMs=AFTER, count=3)
     assert response.status_code == 200
     assert [r["ms"] for r in response.json()["runs"]] == [AFTER, AFTER + HOUR, AFTER + 2 * HOUR]
 
 
 def test_it_floors_a_fractional_every_ms(planner):
-    response = preview(
-        planner,
-        schedule={"kind": "every", "everyMs": HOUR + 0.7, "anchorMs": AFTER},
-        afterMs=AFTER,
-        count=2,
-    )
+    response = preview(planner, schedule={"kind": "every", "everyMs": HOUR + 0.7, "anchorMs": AFTER},
+                       afterMs=AFTER, count=2)
     assert response.status_code == 200, response.content
     assert [r["ms"] for r in response.json()["runs"]] == [AFTER + HOUR, AFTER + 2 * HOUR]
 
 
 def test_it_lists_no_run_past_the_end_of_the_calendar(planner):
     every = MAX_SCHEDULE_MS - AFTER
-    response = preview(
-        planner,
-        schedule={"kind": "every", "everyMs": every, "anchorMs": AFTER},
-        afterMs=AFTER,
-        count=3,
-    )
+    response = preview(planner, schedule={"kind": "every", "everyMs": every, "anchorMs": AFTER},
+                       afterMs=AFTER, count=3)
     assert response.status_code == 200
     assert response.json() == {"runs": [{"ms": MAX_SCHEDULE_MS, "iso": "9999-12-31T23:59:59.999Z"}]}
 
@@ -108,9 +79,8 @@ def staff(client, db):
 
 @pytest.mark.parametrize("every", ["99999999h", "9" * 5000 + "h", "999999999999999h"])
 def test_the_admin_page_shows_a_form_error_for_an_absurd_every(staff, every):
-    response = staff.get(
-        "/admin/plans/schedule-preview/", {"kind": "every", "every": every, "count": "3"}
-    )
+    response = staff.get("/admin/plans/schedule-preview/",
+                         {"kind": "every", "every": every, "count": "3"})
     assert response.status_code == 200
     assert "every: too long: at most 70389527h" in response.content.decode()
 

@@ -24,7 +24,8 @@ def landed(propose) -> Entry:
     entry = propose()
     entry_confirm(task_id=str(entry.task_id), revision=1, message="确认", turn_id="t2", now=NOW)
     entry.refresh_from_db()
-    return entry
+    landed: Entry = entry
+    return landed
 
 
 def test_an_unchanged_file_records_nothing(landed, workspace):

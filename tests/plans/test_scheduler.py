@@ -36,9 +36,12 @@ def job(propose) -> Job:
     )
 
 
-def _answer(run: Run, outcome: Outcome, *, at: datetime, final: bool = True, error: str = ""):
+def _answer(
+    run: Run, outcome: Outcome, *, at: datetime, final: bool = True, error: str = ""
+) -> None:
     """What the outbox does when the channel answers: record it, then run the handlers."""
-    message = Message.objects.get(pk=run.delivery_message_id)
+    assert run.delivery_message_id is not None
+    message = Message.objects.get(id=run.delivery_message_id)
     message.updated_at = at
     message.last_error = error
     run_record_delivery(message, outcome, final)
