@@ -452,8 +452,13 @@ def _review_context(request: HttpRequest, entry: Entry) -> dict[str, Any]:
     job = job_of(entry)
     live = _live(job)
     reviewer_zone, zone_problem = _reviewer_zone(request)
-    # What a confirmation would do, while the current revision is not confirmed yet.
-    awaiting = entry.state != Entry.REMOVED and entry.confirmed_revision_id != revision.pk
+    # The current revision can be confirmed: not yet confirmed, with a schedule to run
+    # (the service refuses anything else too, naming the rule).
+    confirmable = (
+        entry.state != Entry.REMOVED
+        and entry.confirmed_revision_id != revision.pk
+        and entry.schedule is not None
+    )
     context: dict[str, Any] = {
         "title": entry.task_name,
         "entry": entry,
@@ -461,7 +466,7 @@ def _review_context(request: HttpRequest, entry: Entry) -> dict[str, Any]:
         "revision": revision,
         "job": job,
         "live_job": live,
-        "awaiting": awaiting,
+        "confirmable": confirmable,
         "status": _status(job, entry),
         "next_run": _next_run(job),
         "plan_text": plan_text(revision.content, str(entry.task_id)),
@@ -474,7 +479,7 @@ def _review_context(request: HttpRequest, entry: Entry) -> dict[str, Any]:
         **_schedule_context(entry, job, now_ms=now_ms, reviewer_zone=reviewer_zone),
         **_runs_context(job, plan=plan),
     }
-    if awaiting and entry.schedule is not None:
+    if confirmable:
         context["proposed_job"] = _pretty(proposed_job(entry, now_ms=now_ms))
     if job is not None:
         context["job_json"] = _pretty(job_json(job))

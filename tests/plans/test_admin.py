@@ -233,6 +233,45 @@ def test_a_plan_md_problem_on_disk_is_shown(propose, browser):
     assert 'id="plan-problem"' in page and "line 3: missing required field(s): Status" in page
 
 
+def test_a_landed_plan_shows_what_changed_since_the_revision_its_job_runs(
+    propose, browser, reviewer
+):
+    entry = _confirmed(propose, reviewer)
+    for turn, objective in (("turn-3", "第一次修改"), ("turn-4", "第二次修改")):
+        entry_revise(
+            task_id=str(entry.task_id),
+            changes={"objective": objective},
+            turn_id=turn,
+            written_by="agent",
+            now=later(10),
+        )
+    entry.refresh_from_db()
+    page = browser.get(_review(entry)).content.decode()
+    assert "Changes since revision 2" in page
+    assert "Changes since revision 1, the one the job runs now" in page
+    assert "3 — awaiting confirmation — revision 1 is confirmed" in page
+    assert 'value="Confirm revision 3"' in page and 'id="proposed-job"' in page
+    assert Job.objects.get().confirmation.revision.number == 1  # D-C3
+
+
+def test_an_entry_without_a_proposed_schedule_cannot_be_confirmed_from_the_page(propose, browser):
+    entry = propose()
+    Entry.objects.filter(pk=entry.pk).update(schedule=None)
+    page = browser.get(_review(entry)).content.decode()
+    assert "No schedule was proposed for this entry" in page
+    assert 'id="confirm-form"' not in page and 'id="proposed-job"' not in page
+
+
+def test_the_plan_page_lists_its_entries_and_its_problem(propose, browser):
+    entry = propose()
+    entry.plan.problem = "line 9: an entry heading must be `### [Task_ID: <uuid>] <name>` (R6)"
+    entry.plan.save()
+    listing = browser.get("/admin/plans/plan/").content.decode()
+    assert ARCHIVE_ID in listing and "icon-yes.svg" in listing
+    page = browser.get(f"/admin/plans/plan/{entry.plan.pk}/change/").content.decode()
+    assert _review(entry) in page and "line 9: an entry heading" in page
+
+
 # --- confirm and request changes -------------------------------------------------------------------
 
 
