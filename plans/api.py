@@ -311,7 +311,7 @@ class _ProposalFields(serializers.Serializer[Any]):
         allow_blank=True,
         max_length=_TEXT_MAX,
         help_text="the job message; it must start with the first instruction (default: "
-        "the instruction alone)",
+        "the instruction alone); on propose, {{TASK_UUID}} stands for the new Task_ID",
     )
     missed = serializers.ChoiceField(
         choices=["run-latest", "skip"],

@@ -15,6 +15,7 @@ from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from xworkmate.lib.wire import KEY_MAX_LENGTH
 
@@ -373,7 +374,7 @@ class Run(models.Model):
 
     class Meta:
         verbose_name = _("run")
-        verbose_name_plural = _("runs")
+        verbose_name_plural = pgettext_lazy("plan runs", "runs")
         ordering = ("-fire_at_ms", "-id")
         constraints = [
             models.UniqueConstraint(

@@ -11,6 +11,9 @@ running the last confirmed one.
 Locks: a write to a PLAN.md holds its Plan row (one writer per file), then the
 entry's row; a confirmation holds only the entry's row. A confirmation racing a
 revision of the same entry therefore ends one way or the other, never both.
+A locking query never joins another table: PostgreSQL re-checks a join against
+the row's new version after waiting for its lock, and a row whose foreign key
+moved meanwhile (an entry's revision) would vanish from the answer.
 """
 
 from __future__ import annotations
@@ -98,6 +101,8 @@ __all__ = [
 ]
 
 RUN_PURPOSE = "plans.run"
+# A proposal's message names its own, not yet known, Task_ID with the template's token.
+TASK_PLACEHOLDER = "{{TASK_UUID}}"
 # Fire times one tick starts at most; the rest wait for the next tick.
 TICK_BATCH = 200
 
@@ -395,10 +400,14 @@ def plan_propose(
     try:
         archive_id = archive_id_from_session(session_key)
     except PlanFileError as exc:
-        raise PlanBlockedError(str(PlanFileBlocked(str(exc)))) from exc
+        # The receipt's reason in the archive protocol's own words (§11 case 16).
+        raise PlanBlockedError(str(PlanFileBlocked("invalid Session"))) from exc
     _check_proposal(proposal, new=True, now=now)
     task_id = str(uuid.uuid4())
-    message = _message(proposal.message, archive_id=archive_id, task_id=task_id)
+    # The caller cannot know the Task_ID yet: its message names it as the template does.
+    message = _message(
+        proposal.message.replace(TASK_PLACEHOLDER, task_id), archive_id=archive_id, task_id=task_id
+    )
     file_entry = _file_entry(proposal, archive_id=archive_id, task_id=task_id)
     with transaction.atomic():
         plan = _locked_plan(archive_id)
@@ -573,7 +582,7 @@ def entry_confirm(
         raise PlanGateError("D-C5: only a signed-in person with the plans permission confirms")
     with transaction.atomic():
         entry = (
-            Entry.objects.select_for_update().select_related("revision").get(pk=_entry(task_id).pk)
+            Entry.objects.select_for_update().get(pk=_entry(task_id).pk)
         )
         current = entry.revision
         if revision != current.number:
@@ -712,7 +721,7 @@ def entry_request_changes(
         raise PlanError("turnId: required, the conversation turn the user's message comes from")
     with transaction.atomic():
         entry = (
-            Entry.objects.select_for_update().select_related("revision").get(pk=_entry(task_id).pk)
+            Entry.objects.select_for_update().get(pk=_entry(task_id).pk)
         )
         if revision != entry.revision.number:
             raise PlanGateError(
@@ -742,7 +751,7 @@ def entry_request_changes(
 
 def _locked_job(task_id: str) -> Job:
     entry = _entry(task_id)
-    job = Job.objects.select_for_update().filter(entry=entry).select_related("entry").first()
+    job = Job.objects.select_for_update().filter(entry=entry).first()
     if job is None or job.removed_at is not None:
         raise PlanGateError("job: this plan has no schedule (it is not confirmed, or cancelled)")
     return job
@@ -905,11 +914,16 @@ def scheduler_tick(*, now: datetime, limit: int = TICK_BATCH) -> TickReport:
     now_ms = _ms(now)
     started = missed = cleared = 0
     with transaction.atomic():
-        jobs = list(
-            Job.objects.select_for_update(skip_locked=True, of=("self",))
+        claimed = list(
+            Job.objects.select_for_update(skip_locked=True)
             .filter(enabled=True, next_run_at__lte=now)
+            .order_by("next_run_at")
+            .values_list("pk", flat=True)[:limit]
+        )
+        jobs = list(
+            Job.objects.filter(pk__in=claimed)
             .select_related("entry__plan", "confirmation")
-            .order_by("next_run_at")[:limit]
+            .order_by("next_run_at")
         )
         for job in jobs:
             try:
@@ -985,12 +999,7 @@ def run_record_delivery(message: _Answered, outcome: str, final: bool) -> None:
     Sent: the run is ok. Failed or unknown for good: error, with the reason.
     An answer that will be retried only updates the delivery status shown.
     """
-    run = (
-        Run.objects.select_for_update()
-        .filter(delivery_message_id=message.pk)
-        .select_related("job")
-        .first()
-    )
+    run = Run.objects.select_for_update().filter(delivery_message_id=message.pk).first()
     if run is None or run.status != Run.RUNNING:
         return
     run.delivery_status = _DELIVERY[str(outcome)]

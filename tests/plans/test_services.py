@@ -8,6 +8,7 @@ import pytest
 
 from plans.models import ChangeRequest, Confirmation, Entry, Job, Plan, Revision
 from plans.planfile import parse_plan_file
+from plans.policies import first_instruction
 from plans.services import (
     PlanBlockedError,
     PlanError,
@@ -210,7 +211,13 @@ def test_bad_proposals_name_the_field_and_write_nothing(propose, workspace, chan
 def test_31_a_message_may_continue_after_the_first_instruction(propose):
     entry = propose(message="")
     instruction = entry.message
-    # The agent learns the Task_ID from the proposal; a revision adds its own text.
+    # On propose the new Task_ID is written as the template's token.
+    with_text = propose(
+        turn="turn-2",
+        message="  从路径 archives/chat-1/PLAN.md 中读取 Task_ID: {{TASK_UUID}} 的详细计划并按步骤执行。然后发送摘要",
+    )
+    assert with_text.message == f"{first_instruction(ARCHIVE_ID, str(with_text.task_id))}。然后发送摘要"
+    # A revision may add text too.
     revised = entry_revise(
         task_id=str(entry.task_id),
         changes={"message": f"  {instruction}。然后发送摘要", "objective": "加上摘要"},
@@ -227,7 +234,7 @@ def test_16_an_invalid_session_is_blocked_and_writes_nothing(db, workspace):
             session_key="unknown", proposal=proposal(), turn_id="t", written_by="x", now=NOW
         )
     assert str(caught.value).startswith("ARCHIVE_STATUS: BLOCKED\nARCHIVE_REASON: ")
-    assert "invalid Session" in str(caught.value)
+    assert str(caught.value).endswith("ARCHIVE_REASON: invalid Session")
     assert not Plan.objects.exists() and not (workspace / "archives").exists()
 
 
