@@ -838,15 +838,29 @@ def _run_session(job: Job) -> str:
 
 
 def _start_run(job: Job, *, fire_at_ms: int, forced: bool, now: datetime) -> Run:
-    """Record the run, mark the job running, and put its agentTurn into the outbox.
+    """Put the run's agentTurn into the outbox, record the run, mark the job running.
 
     The message is sent by a worker once this transaction commits; the run's
     status follows what the channel confirms (run_record_delivery), never the
-    enqueue. One idempotency key per (job, fire time), as the run row.
+    enqueue. One idempotency key per (job, fire time), as the run row: when the
+    run's insert finds the fire time taken, the caller's savepoint takes the
+    message back with it.
     """
     now_ms = _ms(now)
     run_id = str(uuid.uuid4())
     stamp = archive_timestamp(now.astimezone(get_zone(_host_tz())))
+    session_key = _run_session(job)
+    archive_id = job.entry.plan.archive_id
+    message = outbox_enqueue(
+        purpose=RUN_PURPOSE,
+        target=f"{session_key}:run:{run_id}",
+        body=(
+            f"[cron:{job.job_id} {job.name}] {job.payload['message']}\n"
+            f"本轮输出归档到 archives/{archive_id}/{stamp}/ 并回读校验。"
+        ),
+        idempotency_key=f"{job.job_id}:{fire_at_ms}",
+        now=now,
+    )
     run = Run.objects.create(
         job=job,
         fire_at_ms=fire_at_ms,
@@ -856,24 +870,11 @@ def _start_run(job: Job, *, fire_at_ms: int, forced: bool, now: datetime) -> Run
         status=Run.RUNNING,
         run_at_ms=now_ms,
         session_id=run_id,
-        session_key=_run_session(job),
+        session_key=session_key,
         archive_timestamp=stamp,
+        delivery_message_id=message.pk,
         created_at=now,
     )
-    archive_id = job.entry.plan.archive_id
-    body = (
-        f"[cron:{job.job_id} {job.name}] {job.payload['message']}\n"
-        f"本轮输出归档到 archives/{archive_id}/{stamp}/ 并回读校验。"
-    )
-    message = outbox_enqueue(
-        purpose=RUN_PURPOSE,
-        target=f"{run.session_key}:run:{run_id}",
-        body=body,
-        idempotency_key=f"{job.job_id}:{fire_at_ms}",
-        now=now,
-    )
-    run.delivery_message_id = message.pk
-    run.save(update_fields=["delivery_message_id"])
     job.running_at_ms = now_ms
     job.save(update_fields=["running_at_ms"])
     return run
