@@ -130,7 +130,7 @@ def _due_query_plan() -> str:
     sql, params = query.query.sql_with_params()
     with connection.cursor() as cursor:
         cursor.execute(f"EXPLAIN {sql}", params)
-        lines = [row[0] for row in cursor.fetchall()]
+        lines: list[str] = [str(row[0]) for row in cursor.fetchall()]
     return next((line.strip() for line in lines if "Scan" in line), lines[0].strip())
 
 
