@@ -209,7 +209,7 @@ def _caller_session(request: Request) -> str | None:
 
 
 def _caller_turn(request: Request, named: str) -> str:
-    """The turn of a write: an agent key's own run, whatever it claims (F1 by construction)."""
+    """The turn of a write: an agent key's own run, whatever it claims (D-C14)."""
     key = request_key(request)
     if key is not None and key.is_bound:
         if named and named != key.bound_run_id:
@@ -249,7 +249,7 @@ def _plan_answer(request: Request, entry: Entry) -> dict[str, Any]:
 
 
 class _PlansView(APIView):
-    """A plans endpoint: the services' refusals answer with their code and rule."""
+    """A plans endpoint: the services' refusals answer with their code and rule (D-C16)."""
 
     permission_classes = [HasScope]
     required_scope = "plans:read"

@@ -787,6 +787,7 @@ def job_resume(*, task_id: str, now: datetime) -> Job:
 
 
 def _remove_job(entry: Entry, *, now: datetime) -> None:
+    # Off the schedule, not deleted: its runs are the plan's history (D-C15).
     job = Job.objects.select_for_update().filter(entry=entry).first()
     if job is not None and job.removed_at is None:
         job.enabled = False
@@ -856,7 +857,7 @@ def _start_run(job: Job, *, fire_at_ms: int, forced: bool, now: datetime) -> Run
         target=f"{session_key}:run:{run_id}",
         body=(
             f"[cron:{job.job_id} {job.name}] {job.payload['message']}\n"
-            f"本轮输出归档到 archives/{archive_id}/{stamp}/ 并回读校验。"
+            f"本轮输出归档到 archives/{archive_id}/{stamp}/ 并回读校验。"  # D-C17
         ),
         idempotency_key=f"{job.job_id}:{fire_at_ms}",
         now=now,
