@@ -858,6 +858,7 @@ def _start_run(job: Job, *, fire_at_ms: int, forced: bool, now: datetime) -> Run
         body=(
             f"[cron:{job.job_id} {job.name}] {job.payload['message']}\n"
             f"本轮输出归档到 archives/{archive_id}/{stamp}/ 并回读校验。"  # D-C17
+            + _confirmed_text_note(job)
         ),
         idempotency_key=f"{job.job_id}:{fire_at_ms}",
         now=now,
@@ -879,6 +880,22 @@ def _start_run(job: Job, *, fire_at_ms: int, forced: bool, now: datetime) -> Run
     job.running_at_ms = now_ms
     job.save(update_fields=["running_at_ms"])
     return run
+
+
+def _confirmed_text_note(job: Job) -> str:
+    """While a newer revision of the entry awaits confirmation, PLAN.md on disk holds
+    text nobody confirmed; the run carries the confirmed entry's text (D-C3)."""
+    entry = job.entry
+    if entry.revision_id == job.confirmation.revision_id:
+        return ""
+    confirmed = Revision.objects.get(pk=job.confirmation.revision_id)
+    block = _blocks(confirmed.content).get(str(entry.task_id), "")
+    if not block or _blocks(entry.revision.content).get(str(entry.task_id)) == block:
+        return ""
+    return (
+        f"\n注意：PLAN.md 中该 Task_ID 的条目有尚未确认的修订（第 {entry.revision.number} 版）。"
+        f"本次按已确认的第 {confirmed.number} 版执行，其内容如下：\n\n{block.rstrip()}"
+    )
 
 
 def _record_missed(job: Job, fire_times: tuple[int, ...], more: int, *, now: datetime) -> int:

@@ -205,3 +205,16 @@ def test_a_pause_while_a_run_is_out_is_not_undone_by_its_result(job):
     _answer(Run.objects.get(), Outcome.SENT, at=FIRST_FIRE + timedelta(seconds=2))
     job.refresh_from_db()
     assert (job.enabled, job.next_run_at) == (False, None)
+
+
+def test_d_c3_while_a_revision_awaits_confirmation_the_run_carries_the_confirmed_text(job):
+    from plans.services import entry_revise
+
+    entry_revise(
+        task_id=str(job.entry.task_id), changes={"objective": "改成每小时巡检"},
+        turn_id="turn-3", written_by="test", now=NOW + timedelta(minutes=1),
+    )
+    scheduler_tick(now=FIRST_FIRE)
+    body = Message.objects.get(pk=Run.objects.get().delivery_message_id).body
+    assert "本次按已确认的第 1 版执行" in body
+    assert "每天发现库存异常" in body and "改成每小时巡检" not in body
