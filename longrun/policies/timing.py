@@ -85,7 +85,8 @@ def parse_next_check(text: str, *, anchor: datetime, zone: tzinfo) -> datetime |
     An ISO date-time is taken as it is, in `zone` when it has no offset (D-B4);
     a duration counts from `anchor` (the task's `updated_at`, as the original
     did); free text such as `等CI` sets no checkpoint and leaves the task to
-    the stale rule (D-B3).
+    the stale rule (D-B3), and so does a time outside the years 1 to 9999 in
+    UTC, which no stored checkpoint can hold.
     """
     value = text.strip()
     if not value:
@@ -97,11 +98,16 @@ def parse_next_check(text: str, *, anchor: datetime, zone: tzinfo) -> datetime |
             return anchor + parse_duration(value)
         except DurationError:
             return None
+        except OverflowError:
+            return None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=zone)
     # In UTC: a wall time inside a DST gap or overlap compares unequal to every
     # other aware time until it is converted (Python's fold rule).
-    return whole_second(moment.astimezone(UTC))
+    try:
+        return whole_second(moment.astimezone(UTC))
+    except OverflowError:  # `0001-01-01` east of UTC falls before the calendar's first day
+        return None
 
 
 def window_text(window: timedelta) -> str:

@@ -31,6 +31,11 @@ def test_it_rejects_anything_else_with_the_rule(text):
         parse_duration(text)
 
 
+def test_it_rejects_a_duration_no_timedelta_holds():
+    with pytest.raises(DurationError, match="is longer than any duration can be"):
+        parse_duration("99999999999h")
+
+
 @given(st.integers(min_value=1, max_value=10**7))
 def test_format_and_parse_round_trip(seconds):
     value = timedelta(seconds=seconds)

@@ -28,7 +28,12 @@ def parse_duration(value: str) -> timedelta:
     if not text or match is None:
         raise DurationError(f"{value!r} is not {DURATION_RULE}")
     parts = {k: int(v) for k, v in match.groupdict().items() if v is not None}
-    total = timedelta(hours=parts.get("h", 0), minutes=parts.get("m", 0), seconds=parts.get("s", 0))
+    try:
+        total = timedelta(
+            hours=parts.get("h", 0), minutes=parts.get("m", 0), seconds=parts.get("s", 0)
+        )
+    except OverflowError:
+        raise DurationError(f"{value!r} is longer than any duration can be") from None
     if total <= timedelta(0):
         raise DurationError(f"{value!r} must be longer than zero")
     return total
