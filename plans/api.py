@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -194,6 +195,32 @@ class SchedulePreviewApi(APIView):
 
 # --- plans: propose, review, confirm, run -------------------------------------------------------
 
+# PLAN.md values the API takes are one line each, and name no template placeholder
+# (the entry's rules R6 and R4 would refuse them later, after the schema said yes).
+_TEMPLATE_NAMES = "ARCHIVE_ID|TASK_UUID|Task_Name|Current_Persona|O_content|R_content"
+_PLACEHOLDER = re.compile(r"\{\{|\{(?:" + _TEMPLATE_NAMES + r")\}")
+
+
+@extend_schema_field(
+    {
+        "type": "string",
+        # [^\n\r]* rather than .*: the two dialects' dots disagree on U+2028.
+        "pattern": f"^(?=[^\\n\\r]*[^{_PYTHON_WHITESPACE}])(?![^\\n\\r]*\\{{\\{{)"
+        f"(?![^\\n\\r]*\\{{(?:{_TEMPLATE_NAMES})\\}})[^\\n\\r]*$",
+    }
+)
+class _PlanLineField(_TextField):
+    """One line of a PLAN.md entry: text, not blank, no line break, no placeholder."""
+
+    def to_internal_value(self, data: Any) -> str:
+        value = super().to_internal_value(data)
+        if "\n" in value or "\r" in value:
+            raise ValidationError("must be one line (no line break)")
+        if _PLACEHOLDER.search(value):
+            raise ValidationError("must not contain a template placeholder ({{…}}, {ARCHIVE_ID})")
+        return value
+
+
 _UUID_PATTERN = "[0-9a-fA-F-]{36}"
 _NAME_MAX, _TEXT_MAX, _STEP_MAX, _MAX_STEPS = 200, 4000, 2000, 20
 _TURN_HELP = (
@@ -294,12 +321,12 @@ _PlanOut = inline_serializer("Plan", {"plan": _PlanField()})
 
 
 class _ProposalFields(serializers.Serializer[Any]):
-    taskName = _TextField(max_length=_NAME_MAX, help_text="the plan's name (one line)")
-    persona = _TextField(max_length=_NAME_MAX, help_text="Role_Context: who runs it")
-    objective = _TextField(max_length=_TEXT_MAX, help_text="O: the pain point, and SOUL.md")
-    result = _TextField(max_length=_TEXT_MAX, help_text="R: success criteria, deliverables")
+    taskName = _PlanLineField(max_length=_NAME_MAX, help_text="the plan's name")
+    persona = _PlanLineField(max_length=_NAME_MAX, help_text="Role_Context: who runs it")
+    objective = _PlanLineField(max_length=_TEXT_MAX, help_text="O: the pain point, and SOUL.md")
+    result = _PlanLineField(max_length=_TEXT_MAX, help_text="R: success criteria, deliverables")
     steps = serializers.ListField(
-        child=_TextField(max_length=_STEP_MAX),
+        child=_PlanLineField(max_length=_STEP_MAX),
         min_length=1,
         max_length=_MAX_STEPS,
         help_text="A: the plan's own steps (frequency, logic, failure handling, archiving); "
@@ -351,12 +378,33 @@ _WRITE_ERRORS: _Errors = {
 }
 
 
+def _documented(
+    serializer: type[serializers.Serializer[Any]], component: str, *required: str
+) -> type[serializers.Serializer[Any]]:
+    """The request as the schema states it for the bridge's keys, which must send `required`.
+
+    An agent key may leave those out (its own session and run are used, D-C14);
+    the view validates with `serializer` itself, where they are optional.
+    """
+
+    class Documented(serializer):  # type: ignore[valid-type,misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            for name in required:
+                self.fields[name].required = True
+
+    Documented.__name__ = component
+    documented: type[serializers.Serializer[Any]] = extend_schema_serializer(
+        component_name=component
+    )(Documented)
+    return documented
+
+
 class ProposePlanApi(_PlansView):
     """`POST /api/plans/propose`: write a new entry into the session's PLAN.md (Gate A)."""
 
     required_scope = "plans:write"
 
-    @extend_schema_serializer(component_name="ProposePlanInput")
     class InputSerializer(_ProposalFields):
         sessionKey = _TextField(
             required=False,
@@ -370,7 +418,7 @@ class ProposePlanApi(_PlansView):
         summary="Propose a plan: write it into PLAN.md; nothing is scheduled",
         description="Scope: `plans:write`. Writes `archives/<ARCHIVE_ID>/PLAN.md` (atomic, read "
         "back), answers the plan awaiting a person's confirmation and its `reviewUrl`.",
-        request=InputSerializer,
+        request=_documented(InputSerializer, "ProposePlanInput", "sessionKey", "turnId"),
         responses={201: _PlanOut, **api_error_responses(_WRITE_ERRORS)},
         tags=["plans"],
     )
@@ -567,7 +615,6 @@ class PlanExportApi(_PlansView):
 class RevisePlanApi(_PlansView):
     required_scope = "plans:write"
 
-    @extend_schema_serializer(component_name="RevisePlanInput")
     class InputSerializer(_ProposalFields):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
@@ -580,7 +627,7 @@ class RevisePlanApi(_PlansView):
         summary="Write a change into PLAN.md as a new revision, then ask again (F4, F5)",
         description="Scope: `plans:write`. The job, if any, keeps the confirmed revision until "
         "the new one is confirmed (D-C3).",
-        request=InputSerializer,
+        request=_documented(InputSerializer, "RevisePlanInput", "turnId"),
         responses={200: _PlanOut, **api_error_responses({**_WRITE_ERRORS, 404: "Plan not found"})},
         tags=["plans"],
     )
@@ -610,7 +657,6 @@ class _UserMessage(serializers.Serializer[Any]):
 class ConfirmPlanApi(_PlansView):
     required_scope = "plans:write"
 
-    @extend_schema_serializer(component_name="ConfirmPlanInput")
     class InputSerializer(_UserMessage):
         pass
 
@@ -620,7 +666,7 @@ class ConfirmPlanApi(_PlansView):
         description="Scope: `plans:write`. The message must be an explicit confirmation "
         "(plans.confirmation_phrases), from a later turn than the revision's, of the current "
         "revision (D-C5); every refusal names its rule.",
-        request=InputSerializer,
+        request=_documented(InputSerializer, "ConfirmPlanInput", "turnId"),
         responses={200: _PlanOut, **api_error_responses({**_WRITE_ERRORS, 404: "Plan not found"})},
         tags=["plans"],
     )
@@ -643,14 +689,13 @@ class ConfirmPlanApi(_PlansView):
 class RequestChangesApi(_PlansView):
     required_scope = "plans:write"
 
-    @extend_schema_serializer(component_name="RequestChangesInput")
     class InputSerializer(_UserMessage):
         pass
 
     @extend_schema(
         operation_id="plans_request_changes",
         summary="Relay the user's change request for revision k (nothing is scheduled)",
-        request=InputSerializer,
+        request=_documented(InputSerializer, "RequestChangesInput", "turnId"),
         responses={200: _PlanOut, **api_error_responses({**_WRITE_ERRORS, 404: "Plan not found"})},
         tags=["plans"],
     )

@@ -35,6 +35,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 
 from plans.models import (
+    ID_MAX_LENGTH,
     MISSED_POLICIES,
     MISSED_RUN_LATEST,
     ChangeRequest,
@@ -402,6 +403,12 @@ def plan_propose(
     except PlanFileError as exc:
         # The receipt's reason in the archive protocol's own words (§11 case 16).
         raise PlanBlockedError(str(PlanFileBlocked("invalid Session"))) from exc
+    if len(archive_id) > ID_MAX_LENGTH or len(_agent_of(session_key)) > ID_MAX_LENGTH:
+        # A directory name has a limit too (255 bytes); this one comes first.
+        raise PlanError(
+            f"sessionKey: its agent id and its last segment (the ARCHIVE_ID) must be at most "
+            f"{ID_MAX_LENGTH} characters"
+        )
     _check_proposal(proposal, new=True, now=now)
     task_id = str(uuid.uuid4())
     # The caller cannot know the Task_ID yet: its message names it as the template does.
@@ -499,7 +506,7 @@ def entry_revise(
         except PlanFileError as exc:
             raise PlanError(str(exc)) from exc
         if text == current:
-            raise PlanError(
+            raise PlanGateError(
                 "F4/F5: the change must be written into the entry's PLAN.md text "
                 "(its ORA or steps); nothing in PLAN.md would change"
             )

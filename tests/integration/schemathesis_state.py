@@ -6,7 +6,7 @@ that run, whether a cron expression parses. Before each request, these hooks
 put real values (a prepared run, its workspace, its scope and a ref, passed
 in XWORKMATE_SCHEMA_STATE as JSON) into the fields whose validity is such
 state, wherever the generated request has a value of the documented type
-there. schemathesis then judges the request as sent: a request the hook made
+there (and the id of a proposed plan into plan paths). schemathesis then judges the request as sent: a request the hook made
 valid counts as valid, and one still invalid (a wrong type elsewhere, a
 missing field) must still be refused. Every other field stays generated.
 """
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from typing import Any
 
 import schemathesis
@@ -53,9 +54,23 @@ def _place(params: dict[str, Any], *, the_run: bool) -> None:
             _place(params[envelope], the_run=False)
 
 
+def _a_plan(case: Any) -> None:
+    """Point a plan operation at the plan the run proposed, when the id is a UUID at all."""
+    params = getattr(case, "path_parameters", None)
+    if not isinstance(params, dict) or not isinstance(params.get("task_id"), str):
+        return
+    try:
+        uuid.UUID(params["task_id"])
+    except ValueError:
+        return  # an invalid id stays invalid: the URL must refuse it
+    case.path_parameters = {**params, "task_id": STATE["taskId"]}
+
+
 @schemathesis.hook
 def before_call(context: Any, case: Any, kwargs: dict[str, Any]) -> None:
     operation = f"{case.operation.method.upper()} {case.operation.path}"
+    if "{task_id}" in case.operation.path:
+        _a_plan(case)
     if operation == "GET /api/artifacts/download" and isinstance(case.query, dict):
         query = dict(case.query)
         _place(query, the_run=True)
@@ -67,6 +82,13 @@ def before_call(context: Any, case: Any, kwargs: dict[str, Any]) -> None:
     if operation == "POST /api/plans/schedule-preview":
         if isinstance(body.get("schedule"), dict):
             body["schedule"] = dict(SCHEDULE)
+    elif operation in ("POST /api/plans/propose", "POST /api/plans/{task_id}/revise"):
+        # A schedule the scheduler takes, and a message that starts with the plan's
+        # first instruction (it names the plan's own ARCHIVE_ID and Task_ID).
+        if isinstance(body.get("schedule"), dict):
+            body["schedule"] = dict(SCHEDULE)
+        if isinstance(body.get("message"), str):
+            body["message"] = ""
     elif operation == "POST /gateway":
         if isinstance(body.get("params"), dict):
             method = f"POST /gateway/{body.get('method')}"

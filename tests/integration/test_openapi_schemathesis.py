@@ -88,6 +88,16 @@ def _a_run_with_a_file(server: Server, token: str) -> str:
     return str(artifact["artifactRef"])
 
 
+def _a_plan(server: Server, token: str) -> str:
+    """A proposed plan, so that the plan operations reach it (its Task_ID)."""
+    proposed = _post(server.base, token, "/api/plans/propose", {
+        "sessionKey": "agent:ops:user:u:direct:schema-check", "turnId": "run-1",
+        "taskName": "巡检", "persona": "运维", "objective": "发现异常", "result": "日报",
+        "steps": ["每天巡检"], "schedule": {"kind": "cron", "expr": "0 9 * * *"},
+    })
+    return str(proposed["plan"]["taskId"])
+
+
 CONFIG = f"""\
 seed = {SEED}
 
@@ -139,7 +149,7 @@ def test_schemathesis_finds_no_request_or_answer_the_schema_misdescribes(server,
     state = {
         "workspace": str(server.workspace), "session": SESSION, "run": RUN,
         "scope": SCOPE, "ref": _a_run_with_a_file(server, bridge), "file": "report.md",
-        "fallbackDir": "reports",
+        "fallbackDir": "reports", "taskId": _a_plan(server, bridge),
     }
     report = _schemathesis(server, tmp_path, bridge, state)
     selected = re.search(r"Selected: (\d+)/(\d+)", report)

@@ -165,7 +165,7 @@ def test_d_c3_a_landed_plan_keeps_its_confirmed_revision_until_the_new_one_is_co
 def test_f4_f5_a_change_that_leaves_plan_md_as_it_was_is_refused(propose, workspace):
     entry = propose()
     before = _plan_md(workspace)
-    with pytest.raises(PlanError, match="F4/F5"):
+    with pytest.raises(PlanGateError, match="F4/F5"):
         entry_revise(
             task_id=str(entry.task_id),
             changes={"schedule": {"kind": "cron", "expr": "0 8 * * *"}},
