@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.apps import AppConfig
 from django.utils.translation import gettext_lazy as _
 
@@ -11,10 +13,30 @@ class LongrunConfig(AppConfig):
 
     def ready(self) -> None:
         from longrun import services
+        from xworkmate.cards import AdminCard, register_admin_card
+        from xworkmate.config import PeriodicJob
         from xworkmate.delivery.services import register_outcome_handler
+        from xworkmate.periodic import register_default_job
 
+        register_admin_card(
+            AdminCard(
+                "admin:longrun_longtask_changelist",
+                _("Long tasks"),
+                _("The live board: overdue tasks first, visible progress, failed deliveries"),
+            )
+        )
         # The task's bookkeeping follows the channel's real answer, in the
         # transaction that records it (D-B10).
         register_outcome_handler(services.PROGRESS_PURPOSE, services.progress_answer_record)
         register_outcome_handler(services.RESUME_PURPOSE, services.resume_answer_record)
         register_outcome_handler(services.RECOVERY_PURPOSE, services.recovery_answer_record)
+        # The monitors on beat (D-B20): one job per monitor, never one per
+        # task. The foreground heartbeat and the keepalive at the original's
+        # 60 s, the watchdog at its cron example's 5 minutes.
+        for name, task, every in (
+            ("longrun-foreground", "longrun.foreground_due", timedelta(seconds=60)),
+            ("longrun-keepalive", "longrun.keepalive", timedelta(seconds=60)),
+            ("longrun-watchdog", "longrun.watchdog", timedelta(minutes=5)),
+            ("longrun-cleanup", "longrun.cleanup", timedelta(days=1)),
+        ):
+            register_default_job(PeriodicJob(name, task, every, None, True))

@@ -39,6 +39,7 @@ from longrun.policies.timing import (
     watchdog_verdict,
     whole_second,
 )
+from longrun.policies.trigger import is_trigger
 from xworkmate.lib.timezones import get_zone
 from xworkmate.lib.wire import js_trim
 
@@ -53,10 +54,12 @@ __all__ = [
     "lock_table",
     "locks_show",
     "longrun_rules",
+    "message_mode",
     "progress_update",
     "recovery_messages",
     "recovery_report",
     "sessions_send_payloads",
+    "state_export",
     "task_named",
     "task_show",
     "task_start_validation",
@@ -123,6 +126,79 @@ def tasks_list() -> Answer:
 
 def locks_show() -> Answer:
     return Answer(EXIT_OK, lock_table())
+
+
+def state_export() -> Answer:
+    """export-state: the store as the original's `.task-state.json` (§4.2), for import-state."""
+    zone = longrun_rules().zone
+    return Answer(
+        EXIT_OK,
+        {
+            "tasks": {task.name: reports.task_record(task, zone) for task in live_tasks()},
+            "active_long_runs_by_session": lock_table(),
+        },
+    )
+
+
+# --- the trigger (§2, D-B1) ----------------------------------------------------------------------
+
+
+def message_mode(*, message: str, session_key: str = "") -> Answer:
+    """detect-trigger: does a message enter long-run mode, continue the session's task, or neither?
+
+    Only a configured phrase asked for enters (D-B1); any other message in a
+    session whose lock an active task holds means "go on with it" (§2.2 R4).
+    Exit 1 when the agent has something to do (enter, or run the work-cycle
+    check first), 0 for an ordinary message.
+    """
+    phrases = settings.XWORKMATE.get("longrun", "trigger_phrases")
+    phrase = max((p for p in phrases if p and p in message), key=len, default=None)
+    key = js_trim(session_key)
+    lock = (
+        SessionLock.objects.select_related("task")
+        .filter(origin_session_key=key, task__state__in=ACTIVE_STATES)
+        .first()
+        if key
+        else None
+    )
+    active = lock.task if lock is not None else None
+    asks = is_trigger(message, phrases)
+    if asks:
+        mode = "enter"
+        reason = f"the message asks for long-run mode ({phrase}): announce, set, then validate"
+        if active is not None:
+            reason += (
+                f"; the session's lock is held by the active task {active.name}: registering "
+                "another task needs --force-lock (else exit 3)"
+            )
+    else:
+        mentioned = (
+            f"the message mentions {phrase} without asking for it (a negation or a question)"
+            if phrase
+            else "no trigger phrase"
+        )
+        if active is not None:
+            mode = "continue"
+            reason = (
+                f"{mentioned}; the session has the active long task {active.name} "
+                f"({active.state}): go on with it, running work_cycle_tick first"
+            )
+        else:
+            mode = "ordinary"
+            where = "this session" if key else "a session (no session key given)"
+            reason = f"{mentioned}, and no active long task in {where}: an ordinary message"
+    return Answer(
+        EXIT_OK if mode == "ordinary" else EXIT_ACTION,
+        {
+            "mode": mode,
+            "trigger": asks,
+            "phrase": phrase,
+            "session_key": key or None,
+            "active_task": active.name if active is not None else None,
+            "active_state": active.state if active is not None else None,
+            "reason": reason,
+        },
+    )
 
 
 # --- validate_task_start.py (§7.2) ---------------------------------------------------------------

@@ -27,14 +27,17 @@ from xworkmate.lib.errors import ConflictError, GatewayError
 from xworkmate.services import api_key_create
 
 
-def manage(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """Run `manage.py` in a subprocess against this test run's database."""
+def subprocess_database_url() -> str:
+    """DATABASE_URL of this test run's database, for processes a test starts."""
     db = connection.settings_dict
     if db["ENGINE"].endswith("sqlite3"):
-        url = f"sqlite:///{db['NAME']}"
-    else:
-        url = f"postgresql://{db['USER']}:{db['PASSWORD']}@{db['HOST'] or 'localhost'}:{db['PORT'] or 5432}/{db['NAME']}"
-    full_env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "DATABASE_URL": url}
+        return f"sqlite:///{db['NAME']}"
+    return f"postgresql://{db['USER']}:{db['PASSWORD']}@{db['HOST'] or 'localhost'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+def manage(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `manage.py` in a subprocess against this test run's database."""
+    full_env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "DATABASE_URL": subprocess_database_url()}
     return subprocess.run(
         [sys.executable, "manage.py", *args], capture_output=True, text=True, check=False,
         env={**full_env, **(env or {})}, cwd=ROOT, timeout=120,

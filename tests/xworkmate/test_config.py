@@ -96,6 +96,10 @@ def test_it_has_the_documented_default_for_every_key():
         ("task-run-history-purge", "xworkmate.purge_task_run_history", timedelta(hours=1), None, False),
         ("plans-tick", "plans.tick", timedelta(seconds=15), None, True),
         ("plans-reconcile", "plans.reconcile", timedelta(minutes=5), None, True),
+        ("longrun-foreground", "longrun.foreground_due", timedelta(seconds=60), None, True),
+        ("longrun-keepalive", "longrun.keepalive", timedelta(seconds=60), None, True),
+        ("longrun-watchdog", "longrun.watchdog", timedelta(minutes=5), None, True),
+        ("longrun-cleanup", "longrun.cleanup", timedelta(days=1), None, True),
     ]
     assert config.database_url == f"sqlite:///{HOME}/xworkmate.sqlite3"
     assert config.broker_url == "filesystem://"

@@ -56,7 +56,10 @@ def test_it_builds_beat_entries_that_go_through_the_runner(tmp_path):
     )
     schedule = beat_schedule(configured_jobs(config))
     # Disabled jobs are not scheduled (task-run-history-purge and "off").
-    assert set(schedule) == {"liveness", "delivery-dispatch", "plans-tick", "plans-reconcile", "report"}
+    assert set(schedule) == {
+        "liveness", "delivery-dispatch", "plans-tick", "plans-reconcile", "longrun-foreground",
+        "longrun-keepalive", "longrun-watchdog", "longrun-cleanup", "report",
+    }
     assert schedule["liveness"] == {
         "task": RUNNER_TASK, "schedule": timedelta(seconds=30), "args": ("liveness",),
         "options": {"expires": 30.0},

@@ -1,0 +1,301 @@
+"""The original's state file, `.task-state.json` (§4.2–§4.4), read for an import.
+
+The original kept every task in one JSON document: `tasks` keyed by name, the
+per-session lock table `active_long_runs_by_session`, and in older files a
+single `active_long_run` (or `active_long_run_task`) that its
+`normalize_state` turned into a lock. Records were written by hand as often as
+by `task_state.py set`, so fields may be missing, null, naive or odd. Reading
+one here checks every record the way `set` would have checked it; a record
+that could not have been stored is skipped with its reason, never guessed at,
+and what is filled in for a missing field is reported (`repairs`).
+
+The lock table is settled last, once the tasks that stay are known, with the
+repair names of the original's cleanup_state: a lock on a task not imported
+is an orphan, a lock on an old key moves to the task's key (D-B11), an active
+task without its lock gets it back. A lock held by a finished task is
+released, as `set` releases it when the task finishes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, tzinfo
+from typing import Any
+
+from longrun.policies.answers import EXIT_ACTION, LongrunError
+from longrun.policies.states import ACTIVE_STATES, DELIVERY_STATUSES, STATES
+from xworkmate.lib.durations import DurationError, parse_duration
+
+__all__ = [
+    "MISSING_PROGRESS_EVERY",
+    "LockPlan",
+    "StateRecords",
+    "TaskRecord",
+    "plan_locks",
+    "read_state",
+    "state_file_error",
+]
+
+# What the original's foreground check read for a record without progress_every (§6).
+MISSING_PROGRESS_EVERY = "5m"
+
+_TOP_LEVEL = ("tasks", "active_long_runs_by_session", "active_long_run", "active_long_run_task")
+_TEXTS = ("goal", "done_when", "blocked_when", "boundary", "next_check", "note")
+_OPTIONAL_TEXTS = (
+    "last_progress_delivery_id",
+    "last_progress_message_hash",
+    "last_progress_send_error",
+    "last_resume_reason",
+)
+_TIMES = (
+    "last_progress_at",
+    "last_progress_attempt_at",
+    "last_progress_sent_at",
+    "last_progress_unknown_at",
+    "last_visible_reply_at",
+    "last_tool_result_at",
+    "last_resume_at",
+    "updated_at",
+)
+_KNOWN = frozenset(
+    (
+        "task",
+        "session",
+        "session_label",
+        "origin_session_key",
+        "state",
+        "progress_every",
+        "last_progress_delivery_status",
+        "last_resume_count",
+        *_TEXTS,
+        *_OPTIONAL_TEXTS,
+        *_TIMES,
+    )
+)
+
+
+def state_file_error(reason: str) -> LongrunError:
+    """The original's refusal of a file it could not read (its RuntimeError, exit 1)."""
+    return LongrunError(
+        exit_code=EXIT_ACTION,
+        body=f"failed to read state file: {reason}",
+        field="file",
+        rule="must be a long-run-mode state file (.task-state.json)",
+    )
+
+
+@dataclass(frozen=True)
+class TaskRecord:
+    """One task of the file as the store keeps it: field name -> value.
+
+    Texts are strings (empty for the original's null), times aware UTC.
+    `created_at` is the record's earliest time: the file has none of its own.
+    """
+
+    name: str
+    values: dict[str, Any]
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class StateRecords:
+    tasks: list[TaskRecord]
+    locks: dict[str, Any]  # the file's lock table with the legacy lock merged in
+    skipped: list[dict[str, str]]  # {"task", "reason"}
+    repairs: list[dict[str, str]]  # {"task", "field", "action"}
+
+
+def read_state(document: object, *, zone: tzinfo, now: datetime) -> StateRecords:
+    """The records of an original state document, each checked (see the module).
+
+    Raises `state_file_error` when `document` is not such a file at all: not an
+    object, no `tasks` object, a lock table that is not an object, or keys the
+    original never wrote.
+    """
+    if not isinstance(document, dict):
+        raise state_file_error("the document is not a JSON object")
+    unknown = sorted(set(document) - set(_TOP_LEVEL))
+    if unknown:
+        raise state_file_error(f"unknown top-level keys: {', '.join(unknown)}")
+    tasks = document.get("tasks")
+    if not isinstance(tasks, dict):
+        raise state_file_error("'tasks' must be an object of task records keyed by name")
+    locks = document.get("active_long_runs_by_session", {})
+    if not isinstance(locks, dict):
+        raise state_file_error("'active_long_runs_by_session' must be an object")
+    records: list[TaskRecord] = []
+    skipped: list[dict[str, str]] = []
+    repairs: list[dict[str, str]] = []
+    for name, item in tasks.items():
+        try:
+            records.append(_record(name, item, zone=zone, now=now, repairs=repairs))
+        except _Invalid as exc:
+            skipped.append({"task": name, "reason": str(exc)})
+    merged = dict(locks)
+    # normalize_state's migration: the legacy single lock joins the table
+    # unless its key is taken. A key comes only from origin_session_key here:
+    # the original's fallback to the human-readable `session` was never a key.
+    for legacy in ("active_long_run", "active_long_run_task"):
+        holder = document.get(legacy)
+        item = tasks.get(holder) if isinstance(holder, str) else None
+        key = item.get("origin_session_key") if isinstance(item, dict) else None
+        if isinstance(key, str) and key and key not in merged:
+            merged[key] = holder
+            repairs.append({"task": str(holder), "field": legacy, "action": "migrated_to_lock"})
+    return StateRecords(records, merged, skipped, repairs)
+
+
+class _Invalid(ValueError):
+    """A record `set` could not have stored; its message is the skip reason."""
+
+
+def _record(
+    name: str, item: object, *, zone: tzinfo, now: datetime, repairs: list[dict[str, str]]
+) -> TaskRecord:
+    if not isinstance(item, dict):
+        raise _Invalid("the record is not an object")
+    inner = item.get("task", name)
+    if inner != name:
+        raise _Invalid(f"its task field {inner!r} differs from its key")
+    state = item.get("state")
+    if state not in STATES:
+        raise _Invalid(f"invalid state: {state}")
+    key = _optional_text(item, "origin_session_key")
+    if state in ACTIVE_STATES and not key:
+        # cleanup_state's reason: `set` refuses such a record (exit 4).
+        raise _Invalid("active_state_missing_origin_session_key")
+    values: dict[str, Any] = {
+        "name": name,
+        "state": state,
+        "origin_session_key": key,
+        "session_label": _optional_text(item, "session_label") or _optional_text(item, "session"),
+    }
+    for text in (*_TEXTS, *_OPTIONAL_TEXTS):
+        values[text] = _optional_text(item, text)
+    values["next_check"] = values["next_check"].strip()
+    status = item.get("last_progress_delivery_status")
+    if status not in (None, "", *DELIVERY_STATUSES):
+        raise _Invalid(f"invalid last_progress_delivery_status: {status}")
+    values["last_progress_delivery_status"] = status or ""
+    count = item.get("last_resume_count")
+    if count is None:
+        count = 0
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise _Invalid(f"invalid last_resume_count: {count!r} (a whole number, 0 or more)")
+    values["last_resume_count"] = count
+    every = item.get("progress_every")
+    if every is None or every == "":
+        # The original's foreground check read such a record as 5m (§6).
+        every = MISSING_PROGRESS_EVERY
+        repairs.append(
+            {"task": name, "field": "progress_every", "action": f"set_to_{MISSING_PROGRESS_EVERY}"}
+        )
+    if not isinstance(every, str):
+        raise _Invalid(f"invalid progress_every: {every!r}")
+    try:
+        seconds = int(parse_duration(every).total_seconds())
+    except DurationError as exc:
+        raise _Invalid(f"invalid progress_every: {exc}") from exc
+    values["progress_every"] = every.strip()
+    values["progress_every_seconds"] = seconds
+    for moment in _TIMES:
+        values[moment] = _time(item, moment, zone)
+    present = [values[moment] for moment in _TIMES if values[moment] is not None]
+    if values["updated_at"] is None:
+        # The original's watchdog called such a task due ("missing updated_at");
+        # its newest time keeps that true once the stale window has passed.
+        values["updated_at"] = max(present, default=now)
+        action = "set_from_latest_time" if present else "set_to_import_time"
+        repairs.append({"task": name, "field": "updated_at", "action": action})
+        present.append(values["updated_at"])
+    for extra in sorted(set(item) - _KNOWN):
+        repairs.append({"task": name, "field": extra, "action": "ignored_unknown_field"})
+    return TaskRecord(name, values, min(present))
+
+
+def _optional_text(item: Mapping[str, Any], key: str) -> str:
+    value = item.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise _Invalid(f"invalid {key}: {value!r} (a string or null)")
+    return value
+
+
+def _time(item: Mapping[str, Any], key: str, zone: tzinfo) -> datetime | None:
+    """An ISO 8601 time of the record, in `zone` without an offset (as D-B4 reads next_check)."""
+    value = item.get(key)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise _Invalid(f"invalid {key}: {value!r} (an ISO 8601 time or null)")
+    try:
+        moment = datetime.fromisoformat(value.strip())
+    except ValueError as exc:
+        raise _Invalid(f"invalid {key}: {value!r} is not an ISO 8601 time") from exc
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=zone)
+    return moment.astimezone(UTC).replace(microsecond=0)
+
+
+@dataclass(frozen=True)
+class LockPlan:
+    locks: dict[str, str]  # the locks to create: session key -> task name
+    repairs: list[dict[str, str]] = field(default_factory=list)
+
+
+def plan_locks(
+    tasks: Mapping[str, tuple[str, str]],
+    locks: Mapping[str, Any],
+    *,
+    held: Mapping[str, str],
+    skipped: Collection[str],
+) -> LockPlan:
+    """The locks the imported tasks hold, and the repairs that led there.
+
+    `tasks`: each imported task's (state, origin_session_key); `locks`: the
+    file's table; `held`: the locks of the store that stay (they win);
+    `skipped`: the tasks of the file not imported (their locks stay out too).
+    A lock the file names first keeps its key over one only restored here.
+    """
+    taken = dict(held)
+    plan = LockPlan({})
+
+    def repair(key: str, task: object, action: str, **more: str) -> None:
+        who = "old_task" if action == "drop_orphan_lock" else "task"
+        plan.repairs.append({"session_key": key, who: str(task), "action": action, **more})
+
+    moved: list[tuple[str, str]] = []
+    for key, holder in locks.items():
+        if isinstance(holder, str) and holder in skipped:
+            repair(key, holder, "skipped_with_task")
+            continue
+        if not isinstance(holder, str) or holder not in tasks or not key:
+            repair(key, holder, "drop_orphan_lock")
+            continue
+        state, task_key = tasks[holder]
+        if state not in ACTIVE_STATES:
+            repair(key, holder, "release_lock_of_finished_task")
+        elif task_key != key:
+            moved.append((key, holder))
+        elif key not in taken:  # else the store's holder keeps it (reported below)
+            taken[key] = plan.locks[key] = holder
+    # A lock left on an old key moves with the task's key (D-B11).
+    for key, holder in moved:
+        new_key = tasks[holder][1]
+        if new_key in taken:
+            repair(key, holder, "drop_stale_lock", new_session_key=new_key)
+        else:
+            taken[new_key] = plan.locks[new_key] = holder
+            repair(key, holder, "replace_with_task_origin_session_key", new_session_key=new_key)
+    holding = set(plan.locks.values())
+    for name, (state, key) in tasks.items():
+        if state not in ACTIVE_STATES or name in holding:
+            continue
+        if key in taken:
+            repair(key, name, "lock_held_by_other_task", holder=taken[key])
+        else:
+            taken[key] = plan.locks[key] = name
+            repair(key, name, "restore_missing_lock")
+    return plan
