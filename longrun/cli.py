@@ -11,11 +11,12 @@ argparse made the originals exit.
 
 Where the scripts took a threshold (`--stale-minutes`, `--idle-seconds`,
 `--unknown-cooldown-minutes`), leaving it out means the configured one
-(`[longrun]`), whose defaults are the scripts' defaults.
+(`[longrun]`), whose defaults are the scripts' defaults; the few other
+departures are D-B23's.
 
 Beside the scripts: `detect-trigger` says whether a user message enters
 long-run mode (D-B1); `import-state` and `export-state` move the original's
-`.task-state.json` in and out.
+`.task-state.json` in and out (D-B22).
 """
 
 from __future__ import annotations

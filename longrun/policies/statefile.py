@@ -1,4 +1,4 @@
-"""The original's state file, `.task-state.json` (§4.2–§4.4), read for an import.
+"""The original's state file, `.task-state.json` (§4.2–§4.4), read for an import (D-B22).
 
 The original kept every task in one JSON document: `tasks` keyed by name, the
 per-session lock table `active_long_runs_by_session`, and in older files a
