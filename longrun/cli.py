@@ -32,7 +32,7 @@ from argparse import ArgumentParser, ArgumentTypeError, Namespace
 from collections.abc import Callable, Sequence
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -40,7 +40,7 @@ from django.db import close_old_connections
 from django.utils import timezone
 
 from longrun import selectors, services
-from longrun.policies.answers import EXIT_INVALID, Answer, LongrunError
+from longrun.policies.answers import EXIT_INVALID, EXIT_OK, Answer, LongrunError
 from longrun.policies.messages import UNSET
 from longrun.policies.statefile import state_file_error
 
@@ -64,11 +64,11 @@ def run(argv: Sequence[str], *, prog: str, stdout: TextIO, stderr: TextIO) -> in
         out = stdout if argv else stderr
         out.write(_usage(prog) + "\n")
         return 0 if argv else EXIT_INVALID
-    name = argv[0].removesuffix(".py").removesuffix(".sh")
-    script = SCRIPTS.get(name)
-    if script is None:
+    found = _script_named(argv[0])
+    if found is None:
         stderr.write(f"{_usage(prog)}\n{prog}: error: unknown script {argv[0]!r}\n")
         return EXIT_INVALID
+    name, script = found
     # The original's program name, so argparse's messages read as before.
     parser = ArgumentParser(prog=name + script.suffix, description=script.description)
     script.arguments(parser)
@@ -86,6 +86,15 @@ def run(argv: Sequence[str], *, prog: str, stdout: TextIO, stderr: TextIO) -> in
     return answer.exit_code
 
 
+def _script_named(word: str) -> tuple[str, _Script] | None:
+    """`task_state`, `task_state.py`, or SKILL.md's path to it (`…/scripts/task_state.py`)."""
+    base = Path(word).name
+    for name, script in SCRIPTS.items():
+        if base in (name, name + script.suffix):
+            return name, script
+    return None
+
+
 def keep_stderr_for_errors() -> None:
     """Only warnings and errors of the service on stderr; the rest goes to the log file.
 
@@ -100,16 +109,15 @@ def keep_stderr_for_errors() -> None:
 
 def _usage(prog: str) -> str:
     names = ", ".join(name + script.suffix for name, script in SCRIPTS.items())
-    return f"usage: {prog} SCRIPT [ARGS ...]\n  SCRIPT (with or without its suffix): {names}"
+    return (
+        f"usage: {prog} SCRIPT [ARGS ...]\n"
+        f"  SCRIPT (with or without its suffix, or a path ending in it): {names}"
+    )
 
 
 def _print(body: Any, out: TextIO) -> None:
     text = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False, indent=2)
     out.write(text + "\n")
-
-
-def _now() -> datetime:
-    return timezone.now()
 
 
 def _positive(text: str) -> int:
@@ -228,7 +236,7 @@ def _set(args: Namespace) -> Answer:
         force_lock=args.force_lock,
         reopen=args.reopen,
         by=_BY,
-        now=_now(),
+        now=timezone.now(),
     )
 
 
@@ -241,25 +249,25 @@ def _progress(args: Namespace) -> Answer:
         delivery_id=args.delivery_id or "",
         message_hash=args.message_hash or "",
         by=_BY,
-        now=_now(),
+        now=timezone.now(),
     )
 
 
 def _activity(args: Namespace) -> Answer:
     return services.task_activity_record(
-        name=args.task, signal=args.signal, note=args.note or "", by=_BY, now=_now()
+        name=args.task, signal=args.signal, note=args.note or "", by=_BY, now=timezone.now()
     )
 
 
 def _resume(args: Namespace) -> Answer:
     return services.task_resume_record(
-        name=args.task, reason=args.reason or "", note=args.note or "", by=_BY, now=_now()
+        name=args.task, reason=args.reason or "", note=args.note or "", by=_BY, now=timezone.now()
     )
 
 
 def _acquire(args: Namespace) -> Answer:
     return services.lock_acquire(
-        session_key=args.session, name=args.task, force=args.force, now=_now()
+        session_key=args.session, name=args.task, force=args.force, now=timezone.now()
     )
 
 
@@ -354,12 +362,12 @@ def _watchdog_lines(item: dict[str, Any]) -> list[str]:
 
 
 def _watchdog(args: Namespace) -> Answer:
-    answer = selectors.watchdog_check(now=_now(), stale=_minutes(args.stale_minutes))
+    answer = selectors.watchdog_check(now=timezone.now(), stale=_minutes(args.stale_minutes))
     if args.json:
         return answer
     body = answer.body
     lines: list[str] = []
-    if not body["due"] and not body["progress"]:
+    if not body["due"] and not body["progress"] and "errors" not in body:
         lines.append("watchdog: all tracked tasks are within expected window")
     if body["due"]:
         lines.append("watchdog: tasks needing follow-up")
@@ -379,12 +387,12 @@ def _watchdog(args: Namespace) -> Answer:
 
 
 def _recover(args: Namespace) -> Answer:
-    answer = selectors.recovery_report(now=_now(), stale=_minutes(args.stale_minutes))
+    answer = selectors.recovery_report(now=timezone.now(), stale=_minutes(args.stale_minutes))
     if args.json:
         return answer
     body = answer.body
     if not body["items"]:
-        lines = ["recover: no overdue tasks"]
+        lines = [] if "errors" in body else ["recover: no overdue tasks"]
     else:
         lines = [
             f"recover: {body['due_count']} overdue task(s), "
@@ -409,14 +417,15 @@ def _recover(args: Namespace) -> Answer:
 
 
 def _emit_recovery(args: Namespace) -> Answer:
-    answer = selectors.recovery_messages(now=_now(), stale=_minutes(args.stale_minutes))
+    answer = selectors.recovery_messages(now=timezone.now(), stale=_minutes(args.stale_minutes))
     if args.json:
         return answer
     body = answer.body
     messages = [item["message"] for item in body["messages"]]
-    text = ("\n\n" + "=" * 60 + "\n\n").join(messages) or "emit: no recovery messages to send"
-    errors = _error_lines("emit: tasks that could not be checked", body)
-    return Answer(answer.exit_code, "\n".join([text, *errors]))
+    separator = "\n\n" + "=" * 60 + "\n\n"
+    lines = [separator.join(messages)] if messages else []
+    lines += _error_lines("emit: tasks that could not be checked", body)
+    return Answer(answer.exit_code, "\n".join(lines) or "emit: no recovery messages to send")
 
 
 # --- the shell helpers (§7.12): Celery beat runs these jobs; kept for agents that call them -------
@@ -447,7 +456,7 @@ def _install_watchdog_cron(args: Namespace) -> Answer:
         f"run_watchdog_once >> {shlex.quote(_log_file())} 2>&1"
     )
     return Answer(
-        0,
+        EXIT_OK,
         "\n".join(
             (
                 f"# 建议添加到 crontab 的条目（每 {args.interval} 分钟跑一次兜底回收）",
@@ -478,7 +487,7 @@ def _watchdog_loop(args: Namespace) -> Answer:
     while True:
         close_old_connections()  # a connection may have died while the loop slept
         with open(_log_file(), "a", encoding="utf-8") as log:
-            stamp = _now().astimezone(zone).strftime("%Y-%m-%d %H:%M:%S %z")
+            stamp = timezone.now().astimezone(zone).strftime("%Y-%m-%d %H:%M:%S %z")
             log.write(f"\n[{stamp}] watchdog tick\n")
             for argv in (
                 ["recover_due_tasks", "--json"],
@@ -516,7 +525,7 @@ def _import_state(args: Namespace) -> Answer:
         replace=args.replace,
         source=args.file,
         by="import-state",
-        now=_now(),
+        now=timezone.now(),
     )
 
 
@@ -547,7 +556,7 @@ SCRIPTS: dict[str, _Script] = {
     "check_foreground_progress": _Script(
         "Check whether a tracked task must emit a foreground progress update now",
         _task_argument,
-        lambda args: selectors.foreground_check(name=args.task, now=_now()),
+        lambda args: selectors.foreground_check(name=args.task, now=timezone.now()),
     ),
     "build_progress_update": _Script(
         "Build a foreground progress update message for a tracked long-run task",
@@ -558,18 +567,18 @@ SCRIPTS: dict[str, _Script] = {
         "Foreground heartbeat helper: decide whether to report progress now and build the "
         "message if due",
         _task_argument,
-        lambda args: selectors.foreground_tick(name=args.task, now=_now()),
+        lambda args: selectors.foreground_tick(name=args.task, now=timezone.now()),
     ),
     "work_cycle_tick": _Script(
         "Work-cycle hook for long-run tasks: run after each meaningful step",
         _work_cycle_arguments,
-        lambda args: selectors.work_cycle_tick(name=args.task, step=args.step, now=_now()),
+        lambda args: selectors.work_cycle_tick(name=args.task, step=args.step, now=timezone.now()),
     ),
     "emit_foreground_due": _Script(
         "Emit foreground progress events for due long-run tasks",
         _emit_foreground_arguments,
         lambda args: selectors.foreground_due_events(
-            now=_now(),
+            now=timezone.now(),
             stale=_minutes(args.stale_minutes),
             unknown_cooldown=_minutes(args.unknown_cooldown_minutes),
         ),
@@ -579,28 +588,28 @@ SCRIPTS: dict[str, _Script] = {
         "by OpenClaw tool layer",
         _cooldown_argument,
         lambda args: selectors.foreground_dispatch_plan(
-            now=_now(), unknown_cooldown=_minutes(args.unknown_cooldown_minutes)
+            now=timezone.now(), unknown_cooldown=_minutes(args.unknown_cooldown_minutes)
         ),
     ),
     "keepalive_tick": _Script(
         "Keepalive check for long-run tasks: resume if idle for too long",
         _keepalive_arguments,
         lambda args: selectors.keepalive_tick(
-            name=args.task, now=_now(), idle=_seconds(args.idle_seconds)
+            name=args.task, now=timezone.now(), idle=_seconds(args.idle_seconds)
         ),
     ),
     "emit_keepalive_resume": _Script(
         "Emit keepalive resume event for a long-run task when idle too long",
         _keepalive_arguments,
         lambda args: selectors.keepalive_resume_event(
-            name=args.task, now=_now(), idle=_seconds(args.idle_seconds)
+            name=args.task, now=timezone.now(), idle=_seconds(args.idle_seconds)
         ),
     ),
     "run_keepalive_once": _Script(
         "Run keepalive once for all active long-run tasks and auto-resume overdue sessions",
         _idle_argument,
         lambda args: services.keepalive_run_once(
-            now=_now(), idle=_seconds(args.idle_seconds), by=_BY
+            now=timezone.now(), idle=_seconds(args.idle_seconds), by=_BY
         ),
     ),
     "watchdog": _Script(
@@ -618,21 +627,21 @@ SCRIPTS: dict[str, _Script] = {
         "Build tool-ready payloads for sessions_send from overdue long-run tasks",
         _payload_arguments,
         lambda args: selectors.sessions_send_payloads(
-            now=_now(), stale=_minutes(args.stale_minutes)
+            now=timezone.now(), stale=_minutes(args.stale_minutes)
         ),
     ),
     "run_watchdog_once": _Script(
         "Run long-run-mode watchdog once and print tool payloads + state side effects",
         _stale_argument,
         lambda args: services.watchdog_run_once(
-            now=_now(), stale=_minutes(args.stale_minutes), by=_BY
+            now=timezone.now(), stale=_minutes(args.stale_minutes), by=_BY
         ),
     ),
     "cleanup_state": _Script(
         "Clean up long-run-mode state file and drop invalid test/stale records",
         _cleanup_arguments,
         lambda args: services.tasks_cleanup(
-            now=_now(),
+            now=timezone.now(),
             apply=args.apply,
             drop_tasks=args.drop_task,
             drop_test_prefixes=args.drop_test_prefix,

@@ -54,9 +54,12 @@ def set_a(*more: str, now: datetime = T0) -> tuple[int, str, str]:
 # --- names, usage, argument errors --------------------------------------------------------------
 
 
-def test_a_script_is_named_with_or_without_its_suffix():
+def test_a_script_is_named_with_or_without_its_suffix_or_by_skill_md_path():
     assert cli("task_state.py", "list") == cli("task_state", "list") == (0, "no tasks\n", "")
+    assert cli("skills/long-run-mode/scripts/task_state.py", "list") == (0, "no tasks\n", "")
     assert cli("install_watchdog_cron.sh")[0] == cli("install_watchdog_cron")[0] == 0
+    # Only the script's own suffix.
+    assert cli("task_state.sh", "list")[0] == cli("install_watchdog_cron.py")[0] == 2
 
 
 def test_without_a_script_or_with_an_unknown_one_it_prints_its_usage_and_exits_2():
@@ -352,6 +355,18 @@ def test_a_task_the_watchdog_cannot_handle_is_listed_and_the_rest_reported():
         "- B | missing origin_session_key for task: B\n"
     )
     assert "- A | executing" in out
+    LongTask.objects.filter(name="A").delete()
+    # Only the task it could not handle: no "all is well" line above it.
+    error = "- B | missing origin_session_key for task: B\n"
+    assert cli("watchdog.py", "check") == (
+        1, "watchdog: tasks that could not be checked\n" + error, "",
+    )  # fmt: skip
+    assert cli("recover_due_tasks.py") == (
+        1, "recover: tasks that could not be checked\n" + error, "",
+    )  # fmt: skip
+    assert cli("emit_recovery_message.py") == (
+        1, "emit: tasks that could not be checked\n" + error, "",
+    )  # fmt: skip
 
 
 def test_recover_due_tasks_as_json_and_as_text():
