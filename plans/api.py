@@ -25,7 +25,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from plans.models import Entry
+from plans.models import Entry, Job
 from plans.planfile import PlanFileError, read_plan_file
 from plans.policies import clarification_problems
 from plans.schedule import ScheduleError
@@ -38,6 +38,7 @@ from plans.selectors import (
     entries_visible_to,
     entry_visible_to,
     job_of,
+    jobs_of,
     runs_page,
     schedule_preview,
 )
@@ -270,9 +271,16 @@ def _page_param(request: Request, name: str, *, default: int, low: int, high: in
 
 
 def _plan_answer(request: Request, entry: Entry) -> dict[str, Any]:
-    entry.refresh_from_db()
+    """One plan as it is now (a service may have changed it since it was read)."""
+    fresh = entry_visible_to(str(entry.task_id), None)
+    if fresh is None:
+        raise NotFound("Plan not found")
+    return _plan_json(request, fresh, job_of(fresh))
+
+
+def _plan_json(request: Request, entry: Entry, job: Job | None) -> dict[str, Any]:
     url = request.build_absolute_uri(reverse("admin:plans_entry_change", args=[entry.pk]))
-    return entry_json(entry, job_of(entry), review_url=url)
+    return entry_json(entry, job, review_url=url)
 
 
 class _PlansView(APIView):
@@ -478,10 +486,11 @@ class PlansListApi(_PlansView):
         entries = entries_visible_to(_caller_session(request))
         total = entries.count()
         page = list(entries[offset : offset + limit])
+        jobs = jobs_of(page)  # one query for the page, not one per plan
         more = offset + len(page) < total
         return Response(
             {
-                "plans": [_plan_answer(request, entry) for entry in page],
+                "plans": [_plan_json(request, entry, jobs.get(entry.pk)) for entry in page],
                 "total": total,
                 "offset": offset,
                 "limit": limit,

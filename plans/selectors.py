@@ -112,6 +112,11 @@ def job_of(entry: Entry) -> Job | None:
     return Job.objects.filter(entry=entry).first()
 
 
+def jobs_of(entries: list[Entry]) -> dict[int, Job]:
+    """The jobs of several entries, by entry id, in one query."""
+    return {job.entry_id: job for job in Job.objects.filter(entry__in=entries)}
+
+
 def runs_page(
     job: Job, *, limit: int, offset: int, newest_first: bool = True
 ) -> tuple[list[Run], int]:

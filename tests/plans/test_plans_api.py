@@ -274,3 +274,13 @@ def test_every_plans_operation_is_in_the_openapi_schema(owner):
 def test_a_task_id_that_is_no_uuid_is_the_json_404(owner):
     response = owner.get("/api/plans/not-a-uuid/runs")
     assert response.status_code == 404 and response["Content-Type"] == "application/json"
+
+
+def test_the_list_costs_the_same_statements_for_one_plan_or_many(owner, workspace, django_assert_max_num_queries):
+    for turn in range(6):
+        response = owner.post("/api/plans/propose", {**BODY, "turnId": f"run-{turn}"})
+        assert response.status_code == 201
+    # Key lookup, count, page, jobs (and the session's savepoint bookkeeping): not one per plan.
+    with django_assert_max_num_queries(6):
+        answer = owner.get("/api/plans?limit=6").json()
+    assert answer["total"] == 6 and len(answer["plans"]) == 6
