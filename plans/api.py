@@ -328,6 +328,40 @@ class _PlanField(serializers.JSONField):
 _PlanOut = inline_serializer("Plan", {"plan": _PlanField()})
 
 
+@extend_schema_field(
+    {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "name": {"type": "string"},
+            "sessionTarget": {"type": "string", "enum": ["isolated"]},
+            "wakeMode": {"type": "string", "enum": ["now"]},
+            "enabled": {"type": "boolean", "enum": [True]},
+            "payload": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["kind"],
+                "properties": {
+                    "kind": {"type": "string", "enum": ["agentTurn"]},
+                    "message": {"type": "string", "maxLength": 4000},
+                },
+            },
+            "delivery": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["mode", "bestEffort"],
+                "properties": {
+                    "mode": {"type": "string", "enum": ["none"]},
+                    "bestEffort": {"type": "boolean", "enum": [True]},
+                },
+            },
+        },
+    }
+)
+class _JobField(serializers.DictField):
+    """A cron.add job; the service names the rule a wrong shape breaks (D-C7)."""
+
+
 class _ProposalFields(serializers.Serializer[Any]):
     taskName = _PlanLineField(max_length=_NAME_MAX, help_text="the plan's name")
     persona = _PlanLineField(max_length=_NAME_MAX, help_text="Role_Context: who runs it")
@@ -355,6 +389,12 @@ class _ProposalFields(serializers.Serializer[Any]):
         "(default) or skip them; both are recorded",
     )
     turnId = _TextField(required=False, max_length=200, help_text=_TURN_HELP)
+    job = _JobField(
+        required=False,
+        help_text="the job as OpenClaw's cron.add would take it; only the shape D-C7 allows "
+        "(isolated, agentTurn, wakeMode now, delivery none + bestEffort) is accepted, and "
+        "payload.message (if any) is the message",
+    )
 
 
 def _proposal_values(data: dict[str, Any]) -> dict[str, Any]:
@@ -366,6 +406,7 @@ def _proposal_values(data: dict[str, Any]) -> dict[str, Any]:
         "schedule": "schedule",
         "message": "message",
         "missed": "missed",
+        "job": "job",
     }
     values = {names[k]: v for k, v in data.items() if k in names}
     if "steps" in data:

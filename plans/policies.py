@@ -17,6 +17,7 @@ from plans.schedule import ScheduleError, compute_next_run_ms, parse_at_ms
 
 __all__ = [
     "BACKOFF_MS",
+    "DELIVERY",
     "MAX_MISSED_RECORDED",
     "STUCK_RUNNING_MS",
     "CatchUp",
@@ -30,6 +31,7 @@ __all__ = [
     "is_schedule_request",
     "job_next_run_ms",
     "job_outcome",
+    "job_shape_problems",
     "message_problem",
     "normalise_message",
 ]
@@ -159,6 +161,59 @@ def message_problem(message: str, *, archive_id: str, task_id: str) -> str | Non
     if not message.strip().startswith(expected):
         return f"message: the first instruction must be 「{expected}」 (§4.1, D-C7)"
     return None
+
+
+# The one delivery a plan's job has (D-C7).
+DELIVERY = {"mode": "none", "bestEffort": True}
+_JOB_KEYS = {"name", "sessionTarget", "wakeMode", "payload", "delivery", "enabled"}
+
+
+def _lower(value: object) -> object:
+    # OpenClaw's normaliser trims and lower-cases these before checking them.
+    return value.strip().lower() if isinstance(value, str) else value
+
+
+def job_shape_problems(job: Mapping[str, object]) -> list[str]:
+    """Why a cron.add-style job (as an agent would send OpenClaw) breaks D-C7; [] if it keeps it.
+
+    OpenClaw's own checks come first with its messages (§8.3: a main job needs a
+    systemEvent, an isolated one an agentTurn, channel delivery only for isolated
+    jobs); then this service's stricter shape: isolated, agentTurn, wakeMode now,
+    delivery none with bestEffort. Absent fields take those values (case 35).
+    """
+    unknown = sorted(set(job) - _JOB_KEYS)
+    if unknown:
+        return [f"job.{unknown[0]}: not a field of a plan's job ({', '.join(sorted(_JOB_KEYS))})"]
+    target = _lower(job.get("sessionTarget", "isolated"))
+    payload = job.get("payload", {"kind": "agentTurn"})
+    kind = payload.get("kind") if isinstance(payload, Mapping) else None
+    kind = {"agentturn": "agentTurn", "systemevent": "systemEvent"}.get(str(_lower(kind)), kind)
+    delivery = job.get("delivery")
+    problems: list[str] = []
+    if target == "main" and kind != "systemEvent":
+        problems.append('main cron jobs require payload.kind="systemEvent"')
+    elif target == "isolated" and kind != "agentTurn":
+        problems.append('isolated cron jobs require payload.kind="agentTurn"')
+    if target == "main" and isinstance(delivery, Mapping) and delivery.get("mode") not in (
+        None, "none", "webhook"
+    ):
+        problems.append(
+            'cron channel delivery config is only supported for sessionTarget="isolated"'
+        )
+    if target != "isolated":
+        problems.append('job.sessionTarget: must be "isolated" (D-C7)')
+    elif kind == "agentTurn" and not isinstance(payload, Mapping):
+        problems.append("job.payload: must be an object")
+    if _lower(job.get("wakeMode", "now")) != "now":
+        problems.append('job.wakeMode: must be "now" (D-C7)')
+    if delivery is not None and (
+        not isinstance(delivery, Mapping) or _lower(delivery.get("mode")) != "none"
+        or delivery.get("bestEffort") is not True or set(delivery) - {"mode", "bestEffort"}
+    ):
+        problems.append('job.delivery: must be {"mode": "none", "bestEffort": true} (D-C7)')
+    if job.get("enabled", True) is not True:
+        problems.append("job.enabled: a plan's job starts enabled; pause it after confirming")
+    return problems
 
 
 # --- when a job runs (§8.4, §8.5, D-C8, D-C10) -----------------------------------------------

@@ -69,6 +69,7 @@ from plans.policies import (
     first_instruction,
     job_next_run_ms,
     job_outcome,
+    job_shape_problems,
     message_problem,
 )
 from plans.schedule import ScheduleError, resolve_stagger_ms, validate_schedule
@@ -174,6 +175,9 @@ class Proposal:
     steps: tuple[str, ...] = ()  # the plan's own steps, after the template's 1-4
     message: str = ""  # empty: the first instruction alone
     missed: str = MISSED_RUN_LATEST
+    # The job as an agent would send OpenClaw's cron.add (sessionTarget, payload,
+    # delivery...): checked against D-C7; its payload.message is the message.
+    job: Mapping[str, Any] | None = None
 
 
 _ORA = (
@@ -199,6 +203,12 @@ def _check_proposal(proposal: Proposal, *, new: bool, now: datetime) -> None:
         raise PlanError("; ".join(problems))
     if proposal.missed not in dict(MISSED_POLICIES):
         raise PlanError(f"missed: must be one of {', '.join(dict(MISSED_POLICIES))}")
+    if proposal.job is not None:
+        shape = job_shape_problems(proposal.job) if isinstance(proposal.job, Mapping) else [
+            "job: must be an object"
+        ]
+        if shape:
+            raise PlanError("; ".join(shape))
     _check_schedule(proposal.schedule, now=now, new=new)
 
 
@@ -222,6 +232,15 @@ def _check_schedule(schedule: Mapping[str, Any], *, now: datetime, new: bool) ->
         raise PlanError(str(exc)) from exc
     except ScheduleError as exc:
         raise PlanError(f"schedule: {exc}") from exc
+
+
+def _proposed_message(proposal: Proposal) -> str:
+    """The message a proposal asks for: its own, else its job's payload.message."""
+    if proposal.message.strip() or proposal.job is None:
+        return proposal.message
+    payload = proposal.job.get("payload")
+    message = payload.get("message") if isinstance(payload, Mapping) else None
+    return message if isinstance(message, str) else ""
 
 
 def _message(proposal_message: str, *, archive_id: str, task_id: str) -> str:
@@ -413,7 +432,9 @@ def plan_propose(
     task_id = str(uuid.uuid4())
     # The caller cannot know the Task_ID yet: its message names it as the template does.
     message = _message(
-        proposal.message.replace(TASK_PLACEHOLDER, task_id), archive_id=archive_id, task_id=task_id
+        _proposed_message(proposal).replace(TASK_PLACEHOLDER, task_id),
+        archive_id=archive_id,
+        task_id=task_id,
     )
     file_entry = _file_entry(proposal, archive_id=archive_id, task_id=task_id)
     with transaction.atomic():
@@ -455,6 +476,7 @@ def plan_propose(
 
 
 _REVISABLE = (
+    "job",
     "task_name",
     "persona",
     "objective",
@@ -497,9 +519,13 @@ def entry_revise(
         if old is None:
             raise PlanError(f"Task_ID: {entry.task_id} is no longer in PLAN.md")
         base = _proposal_of(entry, old)
+        if "job" in changes and "message" not in changes:
+            base = replace(base, message="")  # the job's payload.message, if it has one
         proposal = replace(base, **dict(changes))
         _check_proposal(proposal, new=False, now=now)
-        message = _message(proposal.message, archive_id=plan.archive_id, task_id=str(entry.task_id))
+        message = _message(
+            _proposed_message(proposal), archive_id=plan.archive_id, task_id=str(entry.task_id)
+        )
         file_entry = _file_entry(proposal, archive_id=plan.archive_id, task_id=str(entry.task_id))
         try:
             text = replace_entry(current, file_entry, archive_id=plan.archive_id)

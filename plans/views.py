@@ -21,7 +21,12 @@ from plans.selectors import (
     PreviewRequestError,
     schedule_preview,
 )
-from xworkmate.lib.durations import DURATION_RULE, DurationError, parse_duration
+from xworkmate.lib.durations import (
+    DURATION_RULE,
+    DurationError,
+    DurationTooLong,
+    parse_duration,
+)
 from xworkmate.lib.jstime import ms_to_iso
 from xworkmate.lib.timezones import get_zone
 
@@ -44,6 +49,8 @@ class SchedulePreviewForm(forms.Form):
         if value and self.data.get("kind") == "every":
             try:
                 millis = _duration_ms(value)
+            except DurationTooLong as exc:
+                raise forms.ValidationError(_too_long()) from exc
             except DurationError as exc:
                 raise forms.ValidationError(f"every: {exc}") from exc
             except (OverflowError, ValueError) as exc:

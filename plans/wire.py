@@ -10,14 +10,11 @@ from typing import Any
 
 from plans.models import Entry, Job, Run
 from plans.planfile import plan_path
-from plans.policies import display_status, first_instruction
+from plans.policies import DELIVERY, display_status, first_instruction
 from plans.services import stored_schedule
 from xworkmate.lib.jstime import ms_to_iso, wire_time
 
 __all__ = ["cron_add_request", "entry_json", "job_json", "proposed_job", "run_json"]
-
-# D-C7: the only delivery a plan's job has.
-DELIVERY = {"mode": "none", "bestEffort": True}
 
 
 def _present(values: dict[str, Any]) -> dict[str, Any]:

@@ -89,6 +89,10 @@ def before_call(context: Any, case: Any, kwargs: dict[str, Any]) -> None:
             body["schedule"] = dict(SCHEDULE)
         if isinstance(body.get("message"), str):
             body["message"] = ""
+        job = body.get("job")
+        payload = job.get("payload") if isinstance(job, dict) else None
+        if isinstance(payload, dict) and isinstance(payload.get("message"), str):
+            payload["message"] = ""
     elif operation == "POST /gateway":
         if isinstance(body.get("params"), dict):
             method = f"POST /gateway/{body.get('method')}"

@@ -127,7 +127,7 @@ def _schemathesis(server: Server, tmp_path: Path, token: str, state: dict[str, s
         [str(SCHEMATHESIS), "--config-file", str(config), "--no-color", "run",
          f"{server.base}/api/schema/?format=json", "--checks", "all",
          "-H", f"Authorization: Bearer {token}", "--request-timeout", "30", *selection],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False,
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900, check=False,
     )
     report = result.stdout + result.stderr
     assert result.returncode == 0, f"{report}\n--- gunicorn log ---\n{server.log.read_text()[-5000:]}"

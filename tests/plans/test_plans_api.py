@@ -284,3 +284,19 @@ def test_the_list_costs_the_same_statements_for_one_plan_or_many(owner, workspac
     with django_assert_max_num_queries(6):
         answer = owner.get("/api/plans?limit=6").json()
     assert answer["total"] == 6 and len(answer["plans"]) == 6
+
+
+def test_32_31_a_job_sent_as_openclaw_would_is_checked_and_its_message_kept(owner, workspace):
+    wrong = {**BODY, "job": {"sessionTarget": "main", "payload": {"kind": "systemEvent", "text": "x"}}}
+    message = _error(owner.post("/api/plans/propose", wrong), 400, "INVALID_REQUEST")
+    assert 'job.sessionTarget: must be "isolated" (D-C7)' in message
+    second = {**BODY, "job": {"payload": {"kind": "agentTurn", "message": "你好。从路径 archives/chat-1/PLAN.md"}}}
+    assert "message: the first instruction" in _error(owner.post("/api/plans/propose", second), 400,
+                                                      "INVALID_REQUEST")
+    assert not Plan.objects.exists()
+    instruction = "从路径 archives/chat-1/PLAN.md 中读取 Task_ID: {{TASK_UUID}} 的详细计划并按步骤执行"
+    good = {**BODY, "job": {"sessionTarget": "isolated", "wakeMode": "now",
+                            "payload": {"kind": "agentTurn", "message": f"  {instruction}。然后发送摘要"},
+                            "delivery": {"mode": "none", "bestEffort": True}}}
+    plan = owner.post("/api/plans/propose", good).json()["plan"]
+    assert plan["message"] == instruction.replace("{{TASK_UUID}}", plan["taskId"]) + "。然后发送摘要"

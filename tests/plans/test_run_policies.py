@@ -13,6 +13,7 @@ from plans.policies import (
     is_schedule_request,
     job_next_run_ms,
     job_outcome,
+    job_shape_problems,
 )
 
 DAILY = {"kind": "cron", "expr": "0 9 * * *", "tz": "Asia/Shanghai"}
@@ -144,3 +145,32 @@ def test_4_a_clarification_that_breaks_the_rule_names_it(reply, rule):
 )
 def test_1_2_which_messages_open_the_protocol(message, expected):
     assert is_schedule_request(message) is expected
+
+
+@pytest.mark.parametrize(
+    ("job", "problem"),
+    [
+        # case 28
+        ({"sessionTarget": "isolated", "payload": {"kind": "systemEvent", "text": "x"}},
+         'isolated cron jobs require payload.kind="agentTurn"'),
+        # case 29
+        ({"sessionTarget": "main", "payload": {"kind": "agentTurn", "message": "x"}},
+         'main cron jobs require payload.kind="systemEvent"'),
+        # case 37
+        ({"sessionTarget": "main", "payload": {"kind": "systemEvent"}, "delivery": {"mode": "announce"}},
+         'cron channel delivery config is only supported for sessionTarget="isolated"'),
+        ({"sessionTarget": "main", "payload": {"kind": "systemEvent"}}, 'job.sessionTarget: must be "isolated" (D-C7)'),
+        ({"delivery": {"mode": "announce"}}, 'job.delivery: must be {"mode": "none", "bestEffort": true} (D-C7)'),
+        ({"delivery": {"mode": "none"}}, 'job.delivery: must be {"mode": "none", "bestEffort": true} (D-C7)'),
+        ({"wakeMode": "next-heartbeat"}, 'job.wakeMode: must be "now" (D-C7)'),
+        ({"deleteAfterRun": True}, "job.deleteAfterRun: not a field of a plan's job"),
+    ],
+)
+def test_28_29_37_a_job_of_another_shape_is_refused_with_the_rule(job, problem):
+    assert any(found.startswith(problem) for found in job_shape_problems(job))
+
+
+def test_35_absent_fields_take_the_only_shape_allowed():
+    assert job_shape_problems({}) == []
+    assert job_shape_problems({"sessionTarget": " Isolated ", "payload": {"kind": "agentturn"},
+                               "wakeMode": "now", "delivery": {"mode": "none", "bestEffort": True}}) == []

@@ -21,6 +21,10 @@ class DurationError(ValueError):
     """A duration string that does not follow :data:`DURATION_RULE`."""
 
 
+class DurationTooLong(DurationError):
+    """A duration that follows the rule but is longer than a timedelta can hold."""
+
+
 def parse_duration(value: str) -> timedelta:
     """Parse ``value`` into a positive :class:`timedelta` or raise DurationError."""
     text = value.strip()
@@ -33,7 +37,7 @@ def parse_duration(value: str) -> timedelta:
             hours=parts.get("h", 0), minutes=parts.get("m", 0), seconds=parts.get("s", 0)
         )
     except OverflowError:
-        raise DurationError(f"{value!r} is longer than any duration can be") from None
+        raise DurationTooLong(f"{value!r} is longer than any duration can be") from None
     if total <= timedelta(0):
         raise DurationError(f"{value!r} must be longer than zero")
     return total
