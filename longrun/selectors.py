@@ -84,14 +84,25 @@ def longrun_rules() -> Rules:
     )
 
 
-def live_tasks() -> QuerySet[LongTask]:
-    """The store: every task not archived (D-B16), in the order they were created."""
-    return LongTask.objects.filter(LIVE).order_by("id")
+def live_tasks(confined_to: str | None = None) -> QuerySet[LongTask]:
+    """The store: every task not archived (D-B16), in the order they were created.
+
+    `confined_to` is an agent's session: it sees the tasks bound to that key only.
+    """
+    tasks = LongTask.objects.filter(LIVE).order_by("id")
+    return tasks if confined_to is None else tasks.filter(origin_session_key=confined_to)
 
 
-def task_named(name: str) -> LongTask:
-    """The live task called `name`, or the original's `task not found: <name>` (exit 1)."""
-    task = live_tasks().filter(name=js_trim(name)).first() if isinstance(name, str) else None
+def task_named(name: str, confined_to: str | None = None) -> LongTask:
+    """The live task called `name`, or the original's `task not found: <name>` (exit 1).
+
+    Another session's task is not found for a caller `confined_to` a session.
+    """
+    task = (
+        live_tasks(confined_to).filter(name=js_trim(name)).first()
+        if isinstance(name, str)
+        else None
+    )
     if task is None:
         raise LongrunError(
             exit_code=EXIT_ACTION,
@@ -102,30 +113,29 @@ def task_named(name: str) -> LongTask:
     return task
 
 
-def lock_table() -> dict[str, str]:
+def lock_table(confined_to: str | None = None) -> dict[str, str]:
     """The original's `active_long_runs_by_session`: session key -> task name."""
-    return dict(
-        SessionLock.objects.order_by("origin_session_key").values_list(
-            "origin_session_key", "task__name"
-        )
-    )
+    locks = SessionLock.objects.order_by("origin_session_key")
+    if confined_to is not None:
+        locks = locks.filter(origin_session_key=confined_to)
+    return dict(locks.values_list("origin_session_key", "task__name"))
 
 
 # --- task_state.py's reads (§7.1) ----------------------------------------------------------------
 
 
-def task_show(*, name: str) -> Answer:
-    return Answer(EXIT_OK, reports.task_record(task_named(name), longrun_rules().zone))
+def task_show(*, name: str, confined_to: str | None = None) -> Answer:
+    return Answer(EXIT_OK, reports.task_record(task_named(name, confined_to), longrun_rules().zone))
 
 
-def tasks_list() -> Answer:
+def tasks_list(*, confined_to: str | None = None) -> Answer:
     zone = longrun_rules().zone
-    lines = [reports.list_line(task, zone) for task in live_tasks()]
+    lines = [reports.list_line(task, zone) for task in live_tasks(confined_to)]
     return Answer(EXIT_OK, "\n".join(lines) if lines else "no tasks")
 
 
-def locks_show() -> Answer:
-    return Answer(EXIT_OK, lock_table())
+def locks_show(*, confined_to: str | None = None) -> Answer:
+    return Answer(EXIT_OK, lock_table(confined_to))
 
 
 def state_export() -> Answer:
@@ -205,7 +215,11 @@ def message_mode(*, message: str, session_key: str = "") -> Answer:
 
 
 def task_start_validation(
-    *, name: str, expect_session_key: str = "", expect_states: Iterable[str] = ()
+    *,
+    name: str,
+    expect_session_key: str = "",
+    expect_states: Iterable[str] = (),
+    confined_to: str | None = None,
 ) -> Answer:
     """Whether the task really started in its target session: only then may the agent say so."""
     states = list(expect_states) or list(ACTIVE_STATES)
@@ -217,7 +231,7 @@ def task_start_validation(
                 field="expect_state",
                 rule=f"must be one of {', '.join(STATES)}",
             )
-    task = live_tasks().filter(name=js_trim(name)).first()
+    task = live_tasks(confined_to).filter(name=js_trim(name)).first()
     if task is None:
         return reports.start_validation_not_found(name)
     owner = (
@@ -238,21 +252,27 @@ def task_start_validation(
 # --- the foreground heartbeat (§7.3–§7.6) --------------------------------------------------------
 
 
-def foreground_check(*, name: str, now: datetime) -> Answer:
-    return reports.foreground_check(task_named(name), whole_second(now), longrun_rules().zone)
+def foreground_check(*, name: str, now: datetime, confined_to: str | None = None) -> Answer:
+    return reports.foreground_check(
+        task_named(name, confined_to), whole_second(now), longrun_rules().zone
+    )
 
 
-def progress_update(*, name: str) -> Answer:
-    return reports.progress_update(task_named(name))
+def progress_update(*, name: str, confined_to: str | None = None) -> Answer:
+    return reports.progress_update(task_named(name, confined_to))
 
 
-def foreground_tick(*, name: str, now: datetime) -> Answer:
-    return reports.foreground_tick(task_named(name), whole_second(now), longrun_rules().zone)
+def foreground_tick(*, name: str, now: datetime, confined_to: str | None = None) -> Answer:
+    return reports.foreground_tick(
+        task_named(name, confined_to), whole_second(now), longrun_rules().zone
+    )
 
 
-def work_cycle_tick(*, name: str, step: str = "", now: datetime) -> Answer:
+def work_cycle_tick(
+    *, name: str, step: str = "", now: datetime, confined_to: str | None = None
+) -> Answer:
     return reports.work_cycle_tick(
-        task_named(name), step=step, now=whole_second(now), zone=longrun_rules().zone
+        task_named(name, confined_to), step=step, now=whole_second(now), zone=longrun_rules().zone
     )
 
 
@@ -276,9 +296,9 @@ class _Survey:
         return EXIT_ACTION if action or self.errors else EXIT_OK
 
 
-def _survey(now: datetime, stale: timedelta) -> _Survey:
+def _survey(now: datetime, stale: timedelta, confined_to: str | None) -> _Survey:
     survey = _Survey([], [], [], [])
-    for task in live_tasks():
+    for task in live_tasks(confined_to):
         verdict = watchdog_verdict(task, now, stale)
         if verdict.kind == OK:
             survey.ok.append(task.name)
@@ -292,10 +312,12 @@ def _survey(now: datetime, stale: timedelta) -> _Survey:
     return survey
 
 
-def watchdog_check(*, now: datetime, stale: timedelta | None = None) -> Answer:
+def watchdog_check(
+    *, now: datetime, stale: timedelta | None = None, confined_to: str | None = None
+) -> Answer:
     """watchdog.py check --json: which tasks need recovery, which a progress update."""
     rules = longrun_rules()
-    survey = _survey(whole_second(now), stale or rules.stale)
+    survey = _survey(whole_second(now), stale or rules.stale, confined_to)
     body = {
         "due": [reports.watchdog_summary(task, v, rules.zone) for task, v in survey.due],
         "progress": [reports.watchdog_summary(task, v, rules.zone) for task, v in survey.progress],
@@ -313,19 +335,23 @@ def _recovery_items(survey: _Survey, rules: Rules) -> list[tuple[LongTask, dict[
     ]
 
 
-def recovery_report(*, now: datetime, stale: timedelta | None = None) -> Answer:
+def recovery_report(
+    *, now: datetime, stale: timedelta | None = None, confined_to: str | None = None
+) -> Answer:
     """recover_due_tasks.py --json: each overdue task with its recovery suggestion."""
     rules = longrun_rules()
-    survey = _survey(whole_second(now), stale or rules.stale)
+    survey = _survey(whole_second(now), stale or rules.stale, confined_to)
     items = [item for _, item in _recovery_items(survey, rules)]
     body = {"due_count": len(survey.due), "progress_count": len(survey.progress), "items": items}
     return Answer(survey.exit_code(action=bool(items)), survey.with_errors(body))
 
 
-def recovery_messages(*, now: datetime, stale: timedelta | None = None) -> Answer:
+def recovery_messages(
+    *, now: datetime, stale: timedelta | None = None, confined_to: str | None = None
+) -> Answer:
     """emit_recovery_message.py --json: the human-readable message of each item."""
     rules = longrun_rules()
-    survey = _survey(whole_second(now), stale or rules.stale)
+    survey = _survey(whole_second(now), stale or rules.stale, confined_to)
     messages = [
         reports.recovery_message_item(task, item) for task, item in _recovery_items(survey, rules)
     ]
@@ -337,10 +363,12 @@ def recovery_messages(*, now: datetime, stale: timedelta | None = None) -> Answe
     return Answer(survey.exit_code(action=bool(messages)), survey.with_errors(body))
 
 
-def sessions_send_payloads(*, now: datetime, stale: timedelta | None = None) -> Answer:
+def sessions_send_payloads(
+    *, now: datetime, stale: timedelta | None = None, confined_to: str | None = None
+) -> Answer:
     """build_sessions_send_payloads.py: one sessions_send payload per item (not sent)."""
     rules = longrun_rules()
-    survey = _survey(whole_second(now), stale or rules.stale)
+    survey = _survey(whole_second(now), stale or rules.stale, confined_to)
     payloads = [
         reports.sessions_send_payload(task, reports.recovery_message_item(task, item))
         for task, item in _recovery_items(survey, rules)
@@ -358,9 +386,9 @@ def sessions_send_payloads(*, now: datetime, stale: timedelta | None = None) -> 
 
 
 def _foreground_events(
-    now: datetime, stale: timedelta, cooldown: timedelta
+    now: datetime, stale: timedelta, cooldown: timedelta, confined_to: str | None
 ) -> tuple[list[dict[str, Any]], list[dict[str, str]], _Survey]:
-    survey = _survey(now, stale)
+    survey = _survey(now, stale, confined_to)
     events: list[dict[str, Any]] = []
     skipped: list[dict[str, str]] = []
     for task, verdict in survey.progress:
@@ -379,6 +407,7 @@ def foreground_due_events(
     now: datetime,
     stale: timedelta | None = None,
     unknown_cooldown: timedelta | None = None,
+    confined_to: str | None = None,
 ) -> Answer:
     """emit_foreground_due.py: the heartbeat events due now (generated, not sent).
 
@@ -386,7 +415,10 @@ def foreground_due_events(
     """
     rules = longrun_rules()
     events, skipped, survey = _foreground_events(
-        whole_second(now), stale or rules.stale, unknown_cooldown or rules.unknown_cooldown
+        whole_second(now),
+        stale or rules.stale,
+        unknown_cooldown or rules.unknown_cooldown,
+        confined_to,
     )
     body = {
         "event_count": len(events),
@@ -397,14 +429,19 @@ def foreground_due_events(
     return Answer(survey.exit_code(action=bool(events)), survey.with_errors(body))
 
 
-def foreground_dispatch_plan(*, now: datetime, unknown_cooldown: timedelta | None = None) -> Answer:
+def foreground_dispatch_plan(
+    *,
+    now: datetime,
+    unknown_cooldown: timedelta | None = None,
+    confined_to: str | None = None,
+) -> Answer:
     """dispatch_foreground_due.py: the sessions_send plan for the due events.
 
     As in the original, the stale window is not a parameter: the configured one applies.
     """
     rules = longrun_rules()
     events, skipped, survey = _foreground_events(
-        whole_second(now), rules.stale, unknown_cooldown or rules.unknown_cooldown
+        whole_second(now), rules.stale, unknown_cooldown or rules.unknown_cooldown, confined_to
     )
     dispatches = [reports.dispatch_of(event) for event in events]
     body = {
@@ -420,16 +457,20 @@ def foreground_dispatch_plan(*, now: datetime, unknown_cooldown: timedelta | Non
 # --- keepalive (§7.9) ----------------------------------------------------------------------------
 
 
-def keepalive_tick(*, name: str, now: datetime, idle: timedelta | None = None) -> Answer:
+def keepalive_tick(
+    *, name: str, now: datetime, idle: timedelta | None = None, confined_to: str | None = None
+) -> Answer:
     rules = longrun_rules()
     return reports.keepalive_tick(
-        task_named(name), whole_second(now), idle or rules.idle, rules.zone
+        task_named(name, confined_to), whole_second(now), idle or rules.idle, rules.zone
     )
 
 
-def keepalive_resume_event(*, name: str, now: datetime, idle: timedelta | None = None) -> Answer:
+def keepalive_resume_event(
+    *, name: str, now: datetime, idle: timedelta | None = None, confined_to: str | None = None
+) -> Answer:
     """emit_keepalive_resume.py: the resume event of an idle task (generated, not sent)."""
     rules = longrun_rules()
     return reports.keepalive_event(
-        task_named(name), whole_second(now), idle or rules.idle, rules.zone
+        task_named(name, confined_to), whole_second(now), idle or rules.idle, rules.zone
     )

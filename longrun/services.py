@@ -72,6 +72,7 @@ from longrun.policies.states import (
     BLOCKED,
     DONE,
     FAILED,
+    FINISHED_STATES,
     PROGRESS_STATES,
     SENT,
     STATES,
@@ -120,6 +121,7 @@ __all__ = [
     "task_progress_record",
     "task_resume_record",
     "task_set",
+    "task_state_mark",
     "tasks_cleanup",
     "tasks_clear_all",
     "tasks_import",
@@ -218,8 +220,16 @@ def _lock_conflict(key: str, holder: str, requested: str, *, with_ok: bool) -> L
 # --- rows: lock, derive, save, log ---------------------------------------------------------------
 
 
-def _locked(name: str) -> LongTask | None:
-    return LongTask.objects.select_for_update().filter(LIVE, name=name).first()
+def _locked(name: str, confined_to: str | None = None) -> LongTask | None:
+    """The live task `name`, its row locked; None when absent or another session's.
+
+    `confined_to` is an agent's session: a task bound to any other key is not
+    its own, so it is not found, whoever holds it.
+    """
+    task = LongTask.objects.select_for_update().filter(LIVE, name=name).first()
+    if task is not None and confined_to is not None and task.origin_session_key != confined_to:
+        return None
+    return task
 
 
 def _claimed(pk: int) -> LongTask | None:
@@ -325,6 +335,7 @@ def task_set(
     progress_every: str = "",
     force_lock: bool = False,
     reopen: bool = False,
+    confined_to: str | None = None,
     by: str,
     now: datetime,
 ) -> Answer:
@@ -335,7 +346,9 @@ def task_set(
     unless `force_lock` takes it over). Leaving `done` needs `reopen` (D-B17);
     a `progress_every` that is not a duration is refused (D-B3). A key change
     moves the task's lock in the same transaction (D-B11); every state change
-    is logged (D-B17).
+    is logged (D-B17). A caller `confined_to` a session finds another
+    session's task of that name not found (exit 1): names are one namespace,
+    so it must choose another.
     """
     now = whole_second(now)
     rules = longrun_rules()
@@ -358,7 +371,18 @@ def task_set(
     for attempt in (1, 2):
         try:
             with transaction.atomic():
-                task = _set(checked, key, every, every_seconds, force_lock, reopen, by, now, rules)
+                task = _set(
+                    checked,
+                    key,
+                    every,
+                    every_seconds,
+                    force_lock,
+                    reopen,
+                    confined_to,
+                    by,
+                    now,
+                    rules,
+                )
             break
         except IntegrityError:
             if attempt == 2:
@@ -373,25 +397,19 @@ def _set(
     every_seconds: int | None,
     force_lock: bool,
     reopen: bool,
+    confined_to: str | None,
     by: str,
     now: datetime,
     rules: Rules,
 ) -> LongTask:
     name, state = checked["name"], checked["state"]
     task = _locked(name)
+    if task is not None and confined_to is not None and task.origin_session_key != confined_to:
+        # Checked on the locked row: a first `set` of the name by another session
+        # that won the insert is found here on the retry, never taken over.
+        raise _not_found(name)
     if task is not None and task.state == DONE and state != DONE and not reopen:
-        raise LongrunError(
-            exit_code=EXIT_INVALID,
-            body={
-                "error": "reopen required",
-                "task": name,
-                "state": DONE,
-                "requested_state": state,
-                "message": f"task is done; pass --reopen to set it to {state}",
-            },
-            field="state",
-            rule="leaving done needs reopen",
-        )
+        raise _reopen_required(name, state)
     key = key or (task.origin_session_key if task is not None else "")
     if state in ACTIVE_STATES and not key:
         raise LongrunError(
@@ -454,6 +472,52 @@ def _set(
     else:
         SessionLock.objects.filter(task=task).delete()
     return task
+
+
+def _reopen_required(name: str, state: str) -> LongrunError:
+    return LongrunError(
+        exit_code=EXIT_INVALID,
+        body={
+            "error": "reopen required",
+            "task": name,
+            "state": DONE,
+            "requested_state": state,
+            "message": f"task is done; pass --reopen to set it to {state}",
+        },
+        field="state",
+        rule="leaving done needs reopen",
+    )
+
+
+def task_state_mark(*, name: str, state: str, note: str, by: str, now: datetime) -> Answer:
+    """A person ends a task's run from the admin: blocked, handoff or done, saying why.
+
+    Only the state changes, and the session's lock is released as `set` releases
+    it; the task's next step stays the agent's, the person's note is the
+    transition's (D-B17). Leaving `done` is `set --reopen`'s, not this.
+    """
+    now = whole_second(now)
+    name, state = _name(name), _state(state)
+    if state not in FINISHED_STATES:
+        raise _invalid("state", f"must be one of {', '.join(FINISHED_STATES)}")
+    note = _text("note", note)
+    if not note.strip():
+        raise _invalid("note", "required: say why")
+    rules = longrun_rules()
+    with transaction.atomic():
+        task = _locked(name)
+        if task is None:
+            raise _not_found(name)
+        if task.state == DONE and state != DONE:
+            raise _reopen_required(name, state)
+        if task.state != state:
+            old_state, task.state = task.state, state
+            task.undelivered_heartbeats = 0
+            task.updated_at = max(now, task.updated_at)
+            _save(task, rules, ["state", "undelivered_heartbeats", "updated_at"])
+            _transition(task, old_state, at=now, by=by, note=note)
+            SessionLock.objects.filter(task=task).delete()
+    return Answer(EXIT_OK, reports.task_record(task, rules.zone))
 
 
 def _hold_lock(task: LongTask, key: str, lock: SessionLock | None, now: datetime) -> None:
@@ -587,6 +651,7 @@ def task_progress_record(
     note: str = "",
     delivery_id: str = "",
     message_hash: str = "",
+    confined_to: str | None = None,
     by: str,
     now: datetime,
 ) -> Answer:
@@ -607,7 +672,7 @@ def task_progress_record(
         raise _invalid("message_hash", f"must be at most {SHA256_LENGTH} characters")
     rules = longrun_rules()
     with transaction.atomic():
-        task = _locked(name)
+        task = _locked(name, confined_to)
         if task is None:
             raise _not_found(name)
         fields = _apply_progress(
@@ -639,7 +704,13 @@ def task_progress_record(
 
 
 def task_activity_record(
-    *, name: str, signal: ActivitySignal, note: str = "", by: str, now: datetime
+    *,
+    name: str,
+    signal: ActivitySignal,
+    note: str = "",
+    confined_to: str | None = None,
+    by: str,
+    now: datetime,
 ) -> Answer:
     """mark-visible-reply / mark-tool-result: the agent is active; the keepalive's clocks move."""
     now = whole_second(now)
@@ -648,7 +719,7 @@ def task_activity_record(
     name, note = _name(name), _text("note", note)
     rules = longrun_rules()
     with transaction.atomic():
-        task = _locked(name)
+        task = _locked(name, confined_to)
         if task is None:
             raise _not_found(name)
         field = f"last_{signal}_at"
@@ -660,7 +731,13 @@ def task_activity_record(
 
 
 def task_resume_record(
-    *, name: str, reason: str = "", note: str = "", by: str, now: datetime
+    *,
+    name: str,
+    reason: str = "",
+    note: str = "",
+    confined_to: str | None = None,
+    by: str,
+    now: datetime,
 ) -> Answer:
     """mark-resume: the task was resumed (`reason` defaults to `manual`)."""
     now = whole_second(now)
@@ -670,7 +747,7 @@ def task_resume_record(
         raise _invalid("reason", "must be at most 64 characters")
     rules = longrun_rules()
     with transaction.atomic():
-        task = _locked(name)
+        task = _locked(name, confined_to)
         if task is None:
             raise _not_found(name)
         _resumed(task, reason or "manual", at=now)
@@ -691,13 +768,20 @@ def _resumed(task: LongTask, reason: str, *, at: datetime) -> None:
 # --- locks and clear (§7.1) ----------------------------------------------------------------------
 
 
-def lock_acquire(*, session_key: str, name: str, force: bool = False, now: datetime) -> Answer:
+def lock_acquire(
+    *,
+    session_key: str,
+    name: str,
+    force: bool = False,
+    confined_to: str | None = None,
+    now: datetime,
+) -> Answer:
     """acquire-lock: `name` holds `session_key`'s lock (taken over only with `force`)."""
     now = whole_second(now)
     key = _key("session", session_key, required=True)
     name = _name(name)
     with transaction.atomic():
-        task = _locked(name)
+        task = _locked(name, confined_to)
         lock = _session_lock(key)
         if lock is not None and lock.task.name != name and not force:
             raise _lock_conflict(key, lock.task.name, name, with_ok=True)
@@ -723,11 +807,11 @@ def lock_release(*, session_key: str, name: str = "") -> Answer:
     return Answer(EXIT_OK, {"ok": True, "origin_session_key": key, "task": holder})
 
 
-def task_clear(*, name: str) -> Answer:
+def task_clear(*, name: str, confined_to: str | None = None) -> Answer:
     """clear --task: forget the task, its locks and its logs."""
     name = _name(name)
     with transaction.atomic():
-        task = _locked(name)
+        task = _locked(name, confined_to)
         if task is None:
             raise _not_found(name)
         task.delete()

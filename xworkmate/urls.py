@@ -23,6 +23,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("", include("xworkmate.gateway.urls")),
     path("", include("artifacts.urls")),
     path("", include("plans.urls")),
+    path("", include("longrun.urls")),
     path("admin/", admin.site.urls),
     path("api/schema/", SchemaView.as_view(), name="schema"),
     path("api/docs/", api_docs, name="api-docs"),

@@ -26,6 +26,8 @@ REST_BODY_ENDPOINTS = [
     "/api/gateway/native-tasks",
     "/api/artifacts/download",
     "/api/artifacts/tool",
+    "/api/longrun/task-state/set",
+    "/api/longrun/work-cycle-tick",
 ]
 ENVELOPE_ENDPOINTS = ["/gateway/xworkmate.tasks.get", "/gateway/xworkmate.session.prepare"]
 

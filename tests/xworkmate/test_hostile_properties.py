@@ -59,7 +59,9 @@ FIELDS = [
     "requiredArtifactExtensions", "expectedFileCountByExtension", "schedule", "afterMs", "count",
     "jobId", "hostTz", "sessionKey", "task", "status", "event", "ctx", "messages", "success",
     "error", "method", "params", "action", "kind", "everyMs", "anchorMs", "staggerMs", "expr",
-    "tz", "at", "schemaVersion", "label",
+    "tz", "at", "schemaVersion", "label", "session", "state", "origin_session_key", "goal",
+    "next_check", "note", "progress_every", "force_lock", "step", "stale_minutes", "idle_seconds",
+    "expect_state", "drop_task", "apply", "message", "session_key",
 ]
 NASTY_TEXT = ["\x00", "a\x00b", "\ud800", "x\udfffy", "\ud83d", "../../etc/passwd", "/", "",
               " ", "\\", "tasks/x/y", "C:\\x", "\ufeff", "𝔘", "%00", "run-1", "agent:main:main"]
@@ -135,6 +137,12 @@ TEMPLATES: list[dict[str, Any]] = [
      "ctx": {"sessionKey": "agent:main:main", "appThreadKey": "thread-1"}},
     {"action": "read", "relativePath": "a.md", "artifactScope": "tasks/x/y", "artifactRef": "x.y",
      "maxFiles": 3, "maxInlineBytes": 10, "sinceUnixMs": 1},
+    {"task": "迁移", "session": "迁移会话", "state": "executing", "origin_session_key": "agent:main:main",
+     "goal": "g", "done_when": "d", "blocked_when": "b", "boundary": "x", "next_check": "10m",
+     "note": "n", "progress_every": "3m", "force_lock": False, "reopen": False, "step": "s",
+     "stale_minutes": 10, "idle_seconds": 60, "apply": False, "drop_task": ["回归-1"],
+     "message": "进入长任务模式", "session_key": "agent:main:main", "error": "e",
+     "delivery_id": "fg-1", "message_hash": "ab"},
 ]
 hostile_values = st.one_of(
     json_values,
@@ -167,7 +175,7 @@ def _replace(value: Any, path: tuple[Any, ...], new: Any) -> Any:
 TEMPLATES_OF = {
     "native-tasks": [0], "schedule-preview": [1, 2, 3], "session.prepare": [4], "tasks.get": [5],
     "artifacts.export": [5], "artifacts.list": [5], "artifacts.read": [6], "download": [6],
-    "collect-and-snapshot": [7], "hooks/": [8], "artifacts/tool": [9],
+    "collect-and-snapshot": [7], "hooks/": [8], "artifacts/tool": [9], "api/longrun/": [10],
 }
 
 
@@ -257,7 +265,7 @@ def test_it_enumerates_every_api_endpoint_from_the_urlconf():
     assert {"/gateway", "/api/ping", "/api/plans/schedule-preview", "/api/gateway/native-tasks",
             "/api/gateway/hooks/agent_end", "/api/gateway/hooks/session_start",
             "/api/artifacts/download", "/api/artifacts/tool", "/api/schema/",
-            "/api/docs/"} <= set(ENDPOINTS)
+            "/api/docs/", "/api/longrun/task-state/set", "/api/longrun/watchdog"} <= set(ENDPOINTS)
     assert {f"/gateway/{m.name}" for m in registered_methods()} <= set(ENDPOINTS)
     assert "/gateway/xworkmate.no-such-method" in ENDPOINTS  # the generic method route
 
