@@ -1,0 +1,155 @@
+"""What every script of this skill shares: one call of the xworkmate long-run API (D-B21).
+
+Each script parses the original script's flags, sends them to its endpoint
+under `/api/longrun/` and ends as the original ended: the document on stdout
+(JSON with `ensure_ascii=False, indent=2`, or the lines of text), a refusal's
+text on stderr, and the original's exit code, which the server sends in the
+`X-Longrun-Exit-Code` header. Only the Python standard library is used, so a
+script starts as fast as the original did.
+
+Environment: XWORKMATE_URL (the server's root, e.g. http://127.0.0.1:8000)
+and XWORKMATE_API_KEY (the run's agent key; the bridge's key for the runs
+over every session). Exit 5 when the server is not configured, cannot be
+reached, or answers something that is not its own answer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any, NoReturn
+
+EXIT_HEADER = "X-Longrun-Exit-Code"
+EXIT_UNAVAILABLE = 5
+TIMEOUT_SECONDS = 30.0
+# A refusal without the header (a proxy's, say): the original's code for the status.
+_EXIT_OF_STATUS = {404: 1, 409: 3}
+_UNSET = "未设置"
+
+
+def _write(stream: Any, text: str) -> None:
+    """UTF-8 whatever the locale's encoding."""
+    stream.flush()
+    stream.buffer.write((text + "\n").encode("utf-8"))
+    stream.buffer.flush()
+
+
+def _unavailable(message: str) -> NoReturn:
+    _write(sys.stderr, f"xworkmate: {message}")
+    raise SystemExit(EXIT_UNAVAILABLE)
+
+
+def call(
+    method: str,
+    path: str,
+    *,
+    query: dict[str, Any] | None = None,
+    body: dict[str, Any] | None = None,
+) -> tuple[int, Any]:
+    """(exit code, document) of an answer; a refusal is printed and ends the script."""
+    base = os.environ.get("XWORKMATE_URL", "").strip().rstrip("/")
+    key = os.environ.get("XWORKMATE_API_KEY", "").strip()
+    if not base or not key:
+        _unavailable("set XWORKMATE_URL (the server's root) and XWORKMATE_API_KEY")
+    if not base.startswith(("http://", "https://")):
+        _unavailable(f"XWORKMATE_URL must be an http(s) URL (got {base!r})")
+    pairs = {name: value for name, value in (query or {}).items() if value is not None}
+    url = f"{base}/api/longrun/{path}"
+    if pairs:
+        url += "?" + urllib.parse.urlencode(pairs, doseq=True)
+    data = (
+        None
+        if body is None
+        else json.dumps({name: value for name, value in body.items() if value is not None}).encode(
+            "utf-8"
+        )
+    )
+    request = urllib.request.Request(  # noqa: S310 (http(s) only, checked above)
+        url,
+        data=data,
+        method=method,
+        headers={
+            "Authorization": f"Bearer {key}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+        },
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:  # noqa: S310
+            return _exit_code(response.headers, 0), _document(response.read(), response.status)
+    except urllib.error.HTTPError as refused:
+        with refused:
+            _refusal(refused.code, refused.headers, refused.read())
+    except (urllib.error.URLError, OSError) as exc:
+        _unavailable(f"cannot reach {base}: {getattr(exc, 'reason', exc)}")
+
+
+def _exit_code(headers: Any, default: int) -> int:
+    raw = headers.get(EXIT_HEADER, "")
+    return int(raw) if raw.isdigit() else default
+
+
+def _document(raw: bytes, status: int) -> Any:
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except ValueError:
+        _unavailable(f"HTTP {status} with an answer that is not JSON")
+
+
+def _refusal(status: int, headers: Any, raw: bytes) -> NoReturn:
+    """The script's refusal as it printed it, and its exit code."""
+    body = _document(raw, status)
+    error = body.get("error") if isinstance(body, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    if status >= 500 or not isinstance(message, str):
+        _unavailable(f"HTTP {status}: {raw[:300].decode('utf-8', 'replace')}")
+    try:
+        original = json.loads(message)
+    except ValueError:
+        original = None
+    text = (
+        json.dumps(original, ensure_ascii=False, indent=2)
+        if isinstance(original, dict)
+        else message
+    )
+    _write(sys.stderr, text)
+    raise SystemExit(_exit_code(headers, _EXIT_OF_STATUS.get(status, 2)))
+
+
+def finish(exit_code: int, document: Any) -> NoReturn:
+    """Print the document as the original printed it and end with its exit code."""
+    text = (
+        document
+        if isinstance(document, str)
+        else json.dumps(document, ensure_ascii=False, indent=2)
+    )
+    _write(sys.stdout, text)
+    raise SystemExit(exit_code)
+
+
+def run(
+    method: str,
+    path: str,
+    *,
+    query: dict[str, Any] | None = None,
+    body: dict[str, Any] | None = None,
+) -> NoReturn:
+    finish(*call(method, path, query=query, body=body))
+
+
+# --- the watchdog scripts' text without --json (as `manage.py longrun` prints it) --------------
+
+
+def shown(value: object) -> str:
+    """A value in a line of text; an empty one prints 未设置, never None (D-B14)."""
+    return _UNSET if value is None or value == "" else str(value)
+
+
+def error_lines(title: str, body: dict[str, Any]) -> list[str]:
+    """The tasks a run could not handle (D-B5), after the original's lines."""
+    errors = body.get("errors", [])
+    return [title, *(f"- {item['task']} | {item['error']}" for item in errors)] if errors else []
