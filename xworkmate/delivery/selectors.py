@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 
 from django.conf import settings
@@ -9,7 +10,7 @@ from django.db.models import Count, Min, QuerySet
 
 from xworkmate.delivery.models import Message
 
-__all__ = ["outbox_summary", "pending_for_session", "record_channels"]
+__all__ = ["messages_with_ids", "outbox_summary", "pending_for_session", "record_channels"]
 
 
 def record_channels() -> list[str]:
@@ -38,3 +39,12 @@ def outbox_summary(now: datetime) -> dict[str, object]:
             round((now - created).total_seconds(), 1) if created is not None else None
         ),
     }
+
+
+def messages_with_ids(ids: Iterable[int]) -> QuerySet[Message]:
+    """The messages an app keeps the ids of (a long task's), newest first, with their attempts."""
+    return (
+        Message.objects.filter(pk__in=list(ids))
+        .prefetch_related("attempts")
+        .order_by("-created_at", "-id")
+    )
