@@ -149,9 +149,12 @@ class _Flag(serializers.BooleanField):
 
 
 class _Count(serializers.IntegerField):
-    """A whole number, as a JSON integer (a string or a float is refused)."""
+    """A whole number as JSON has it (`10`, or `10.0` as JSON Schema counts it); a string,
+    a boolean or a fraction is refused."""
 
     def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, float) and data.is_integer():
+            data = int(data)
         if isinstance(data, bool) or not isinstance(data, int):
             self.fail("invalid")
         return int(super().to_internal_value(data))
