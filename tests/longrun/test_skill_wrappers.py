@@ -8,16 +8,21 @@ a C locale. The agent's key is bound to its session, as the bridge gives it.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
 import subprocess
 import sys
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import pytest
+import time_machine
+from django.utils import timezone
 
+from longrun import cli
 from longrun.models import LongTask, TaskEvent
 from tests.conftest import ROOT, free_port
 from xworkmate.services import KeyBinding, api_key_create
@@ -171,6 +176,24 @@ def test_the_bridges_runs_and_usage_errors(live_server):
     assert agent.code == 2 and "a key bound to a session may not run it" in agent.stderr
     usage = script(url, bridge, "task_state", "set", "--task", "x")
     assert usage.code == 2 and "the following arguments are required" in usage.stderr
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_text_modes_print_what_the_command_line_prints(live_server):
+    """watchdog / recover / emit without --json: the same lines as `manage.py longrun`."""
+    _, bridge = api_key_create(name="bridge", scopes=["longrun:write"])
+    assert script(live_server.url, bridge, "task_state", *SET_ARGS).code == 0
+    keyless = [arg.replace("迁移数据库", "无键任务") for arg in SET_ARGS[:5] + SET_ARGS[7:]]
+    assert script(live_server.url, bridge, "task_state", *keyless, "--origin-session-key", K2).code == 0
+    # An active task without a key is an error item of the reports (D-B5).
+    LongTask.objects.filter(name="无键任务").update(origin_session_key="")
+    with time_machine.travel(timezone.now() + timedelta(minutes=11), tick=False):
+        for args in (["watchdog", "check"], ["recover_due_tasks"], ["emit_recovery_message"]):
+            wrapper = script(live_server.url, bridge, *args)
+            out, err = io.StringIO(), io.StringIO()
+            code = cli.run(args, prog="longrun", stdout=out, stderr=err)
+            assert (wrapper.code, wrapper.stdout) == (code, out.getvalue()), args
+            assert "无键任务 | missing origin_session_key for task: 无键任务" in wrapper.stdout
 
 
 def test_an_unset_or_unreachable_server_exits_5():

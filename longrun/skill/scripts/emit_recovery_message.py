@@ -11,8 +11,10 @@ from _xworkmate import call, error_lines, finish
 
 def _text(body: dict[str, Any]) -> str:
     messages = [item["message"] for item in body["messages"]]
-    text = ("\n\n" + "=" * 60 + "\n\n").join(messages) or "emit: no recovery messages to send"
-    return "\n".join([text, *error_lines("emit: tasks that could not be checked", body)])
+    separator = "\n\n" + "=" * 60 + "\n\n"
+    lines = [separator.join(messages)] if messages else []
+    lines += error_lines("emit: tasks that could not be checked", body)
+    return "\n".join(lines) or "emit: no recovery messages to send"
 
 
 def main() -> None:

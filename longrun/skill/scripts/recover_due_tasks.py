@@ -11,7 +11,7 @@ from _xworkmate import call, error_lines, finish, shown
 
 def _text(body: dict[str, Any]) -> str:
     if not body["items"]:
-        lines = ["recover: no overdue tasks"]
+        lines = [] if "errors" in body else ["recover: no overdue tasks"]
     else:
         lines = [
             f"recover: {body['due_count']} overdue task(s), "

@@ -11,7 +11,7 @@ from _xworkmate import call, error_lines, finish, shown
 
 def _text(body: dict[str, Any]) -> str:
     lines: list[str] = []
-    if not body["due"] and not body["progress"]:
+    if not body["due"] and not body["progress"] and "errors" not in body:
         lines.append("watchdog: all tracked tasks are within expected window")
     if body["due"]:
         lines.append("watchdog: tasks needing follow-up")
