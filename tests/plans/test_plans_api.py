@@ -146,7 +146,7 @@ def test_scopes_are_required(reader, outsider, proposed):
         ({"sessionKey": "agent:ops:" + "x" * 300}, "sessionKey: its agent id and its last segment"),
         ({"sessionKey": "agent:" + "a" * 300 + ":x"}, "sessionKey: its agent id"),
         ({"objective": "第一行\n第二行"}, "objective: must be one line"),
-        ({"steps": ["读取 {{TASK_UUID}}"]}, "steps: 0: must not contain a template placeholder"),
+        ({"steps": ["读取 {{TASK_UUID}}"]}, "steps: 0: must not contain { or }"),
     ],
 )
 def test_bad_input_names_the_field_and_writes_nothing(owner, workspace, changes, names):
