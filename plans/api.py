@@ -702,65 +702,82 @@ class _UserMessage(serializers.Serializer[Any]):
     turnId = _TextField(required=False, max_length=200, help_text=_TURN_HELP)
 
 
-class ConfirmPlanApi(_PlansView):
+class _UserMessageApi(_PlansView):
+    """Relays the user's own message about revision k; `_relay` says what it does."""
+
     required_scope = "plans:write"
 
     class InputSerializer(_UserMessage):
         pass
 
-    @extend_schema(
-        operation_id="plans_confirm",
-        summary="Relay the user's confirmation of revision k; only then the job exists",
-        description="Scope: `plans:write`. The message must be an explicit confirmation "
-        "(plans.confirmation_phrases), from a later turn than the revision's, of the current "
-        "revision (D-C5); every refusal names its rule.",
-        request=_documented(InputSerializer, "ConfirmPlanInput", "turnId"),
-        responses={200: _PlanOut, **api_error_responses({**_WRITE_ERRORS, 404: "Plan not found"})},
-        tags=["plans"],
-    )
+    def _relay(self, entry: Entry, params: dict[str, Any], *, turn: str, who: str) -> None:
+        raise NotImplementedError
+
     def post(self, request: Request, task_id: str) -> Response:
         entry = _visible_entry(request, task_id)
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         params = data.validated_data
+        turn = _caller_turn(request, params.get("turnId", ""))
+        self._relay(entry, params, turn=turn, who=_who(request))
+        return Response({"plan": _plan_answer(request, entry)})
+
+
+def _message_schema(
+    operation: str, component: str, summary: str, description: str
+) -> Callable[[Callable[..., Response]], Callable[..., Response]]:
+    return extend_schema(
+        operation_id=operation,
+        summary=summary,
+        description=f"Scope: `plans:write`. {description}",
+        request=_documented(_UserMessageApi.InputSerializer, component, "turnId"),
+        responses={200: _PlanOut, **api_error_responses({**_WRITE_ERRORS, 404: "Plan not found"})},
+        tags=["plans"],
+    )
+
+
+class ConfirmPlanApi(_UserMessageApi):
+    def _relay(self, entry: Entry, params: dict[str, Any], *, turn: str, who: str) -> None:
         entry_confirm(
             task_id=str(entry.task_id),
             revision=params["revision"],
             message=params["message"],
-            turn_id=_caller_turn(request, params.get("turnId", "")),
-            relayed_by=_who(request),
+            turn_id=turn,
+            relayed_by=who,
             now=timezone.now(),
         )
-        return Response({"plan": _plan_answer(request, entry)})
 
-
-class RequestChangesApi(_PlansView):
-    required_scope = "plans:write"
-
-    class InputSerializer(_UserMessage):
-        pass
-
-    @extend_schema(
-        operation_id="plans_request_changes",
-        summary="Relay the user's change request for revision k (nothing is scheduled)",
-        request=_documented(InputSerializer, "RequestChangesInput", "turnId"),
-        responses={200: _PlanOut, **api_error_responses({**_WRITE_ERRORS, 404: "Plan not found"})},
-        tags=["plans"],
+    @_message_schema(
+        "plans_confirm",
+        "ConfirmPlanInput",
+        "Relay the user's confirmation of revision k; only then the job exists",
+        "The message must be an explicit confirmation (plans.confirmation_phrases), from a "
+        "later turn than the revision's, of the current revision (D-C5); every refusal names "
+        "its rule.",
     )
     def post(self, request: Request, task_id: str) -> Response:
-        entry = _visible_entry(request, task_id)
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        params = data.validated_data
+        return super().post(request, task_id)
+
+
+class RequestChangesApi(_UserMessageApi):
+    def _relay(self, entry: Entry, params: dict[str, Any], *, turn: str, who: str) -> None:
         entry_request_changes(
             task_id=str(entry.task_id),
             revision=params["revision"],
             comment=params["message"],
-            turn_id=_caller_turn(request, params.get("turnId", "")),
-            relayed_by=_who(request),
+            turn_id=turn,
+            relayed_by=who,
             now=timezone.now(),
         )
-        return Response({"plan": _plan_answer(request, entry)})
+
+    @_message_schema(
+        "plans_request_changes",
+        "RequestChangesInput",
+        "Relay the user's change request for revision k (nothing is scheduled)",
+        "The entry is REVISING until the change is written into PLAN.md (revise).",
+    )
+    def post(self, request: Request, task_id: str) -> Response:
+        return super().post(request, task_id)
 
 
 class _JobActionApi(_PlansView):
