@@ -355,9 +355,15 @@ def _sync_from_disk(plan: Plan, *, now: datetime) -> str:
     if text is None or (last is not None and text == last.content):
         return last.content if last else ""
     try:
-        validate_plan_file(text, archive_id=plan.archive_id)
+        parsed = validate_plan_file(text, archive_id=plan.archive_id)
     except PlanFileError as exc:
         raise _DiskProblem(str(exc)) from exc
+    lines = {item.entry.task_id: item.line for item in parsed}
+    taken = Entry.objects.filter(task_id__in=list(lines)).exclude(plan=plan)
+    for task_id in taken.values_list("task_id", flat=True)[:1]:
+        raise _DiskProblem(
+            f"Task_ID {task_id} (line {lines[str(task_id)]}) belongs to another plan's PLAN.md"
+        )
     revision, changed = _record_revision(
         plan, text, source=Revision.FILE, turn_id="", written_by="PLAN.md on disk", now=now
     )
@@ -384,10 +390,6 @@ def _apply_file_revision(
                 created_at=now,
                 updated_at=now,
             )
-        elif entry.plan_id != plan.pk:
-            plan.problem = f"Task_ID {task_id} belongs to another plan; not applied"
-            plan.save(update_fields=["problem"])
-            continue
         entry.revision = revision
         entry.task_name = (file_entry.task_name or "")[:500]
         entry.updated_at = now

@@ -124,3 +124,15 @@ def test_the_reconcile_command_prints_what_it_did(landed, workspace, tmp_path):
     assert result.returncode == 1
     assert f"{ARCHIVE_ID}: not applied: Task_ID" in result.stdout
     assert "1 PLAN.md file(s) do not verify" in result.stderr
+
+
+def test_a_task_id_of_another_plan_refuses_the_whole_file(db, workspace, landed):
+    other = _path(workspace, "chat-2")
+    other.parent.mkdir()
+    other.write_text(_path(workspace).read_text().replace(ARCHIVE_ID, "chat-2"))
+    report = plans_reconcile(now=later(1))
+    assert report.problems["chat-2"] == (
+        f"Task_ID {landed.task_id} (line 1) belongs to another plan's PLAN.md"
+    )
+    assert not Entry.objects.filter(plan__archive_id="chat-2").exists()
+    assert not Revision.objects.filter(plan__archive_id="chat-2").exists()
