@@ -780,15 +780,21 @@ class RequestChangesApi(_UserMessageApi):
         return super().post(request, task_id)
 
 
+class _TurnInput(serializers.Serializer[Any]):
+    turnId = _TextField(required=False, max_length=200, help_text=_TURN_HELP)
+
+
 class _JobActionApi(_PlansView):
     required_scope = "plans:write"
 
-    def _act(self, request: Request, entry: Entry, now: datetime) -> None:
+    def _act(self, request: Request, entry: Entry, turn: str, now: datetime) -> None:
         raise NotImplementedError
 
     def post(self, request: Request, task_id: str) -> Response:
         entry = _visible_entry(request, task_id)
-        self._act(request, entry, timezone.now())
+        data = _TurnInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        self._act(request, entry, data.validated_data.get("turnId", ""), timezone.now())
         return Response({"plan": _plan_answer(request, entry)})
 
 
@@ -799,9 +805,8 @@ def _job_action_schema(
         operation_id=f"plans_{action}",
         summary=summary,
         description=f"Scope: `plans:write`. {description}",
-        request=inline_serializer(
-            f"{action.title()}PlanInput",
-            {"turnId": _TextField(required=False, max_length=200, help_text=_TURN_HELP)},
+        request=extend_schema_serializer(component_name=f"{action.title()}PlanInput")(
+            type(f"{action.title()}PlanInput", (_TurnInput,), {})
         ),
         responses={200: _PlanOut, **api_error_responses({**_WRITE_ERRORS, 404: "Plan not found"})},
         tags=["plans"],
@@ -809,7 +814,7 @@ def _job_action_schema(
 
 
 class PausePlanApi(_JobActionApi):
-    def _act(self, request: Request, entry: Entry, now: datetime) -> None:
+    def _act(self, request: Request, entry: Entry, turn: str, now: datetime) -> None:
         job_pause(task_id=str(entry.task_id), now=now)
 
     @_job_action_schema(
@@ -820,7 +825,7 @@ class PausePlanApi(_JobActionApi):
 
 
 class ResumePlanApi(_JobActionApi):
-    def _act(self, request: Request, entry: Entry, now: datetime) -> None:
+    def _act(self, request: Request, entry: Entry, turn: str, now: datetime) -> None:
         job_resume(task_id=str(entry.task_id), now=now)
 
     @_job_action_schema(
@@ -831,15 +836,12 @@ class ResumePlanApi(_JobActionApi):
 
 
 class CancelPlanApi(_JobActionApi):
-    def _act(self, request: Request, entry: Entry, now: datetime) -> None:
-        named = request.data.get("turnId", "") if isinstance(request.data, dict) else ""
-        if not isinstance(named, str):
-            raise ValidationError({"turnId": "must be a string"})
+    def _act(self, request: Request, entry: Entry, turn: str, now: datetime) -> None:
         # The cancel is a PLAN.md write: it carries its turn when there is one.
         bound = _caller_session(request) is not None
         entry_cancel(
             task_id=str(entry.task_id),
-            turn_id=_caller_turn(request, named) if named or bound else "",
+            turn_id=_caller_turn(request, turn) if turn or bound else "",
             written_by=_who(request),
             now=now,
         )

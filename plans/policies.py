@@ -184,6 +184,12 @@ def job_shape_problems(job: Mapping[str, object]) -> list[str]:
     unknown = sorted(set(job) - _JOB_KEYS)
     if unknown:
         return [f"job.{unknown[0]}: not a field of a plan's job ({', '.join(sorted(_JOB_KEYS))})"]
+    # Present but null is not absent: the schema says what each one is.
+    nulls = sorted(name for name, value in job.items() if value is None)
+    if nulls:
+        return [f"job.{nulls[0]}: must not be null (leave it out for the default)"]
+    if not isinstance(job.get("name", ""), str):
+        return ["job.name: must be a string"]
     target = _lower(job.get("sessionTarget", "isolated"))
     payload = job.get("payload", {"kind": "agentTurn"})
     kind = payload.get("kind") if isinstance(payload, Mapping) else None

@@ -425,11 +425,13 @@ def plan_propose(
         # The receipt's reason in the archive protocol's own words (§11 case 16).
         raise PlanBlockedError(str(PlanFileBlocked("invalid Session"))) from exc
     if len(archive_id) > ID_MAX_LENGTH or len(_agent_of(session_key)) > ID_MAX_LENGTH:
-        # A directory name has a limit too (255 bytes); this one comes first.
-        raise PlanError(
-            f"sessionKey: its agent id and its last segment (the ARCHIVE_ID) must be at most "
-            f"{ID_MAX_LENGTH} characters"
+        # No archive can be named after it (a directory name has a limit too): the
+        # archive protocol's BLOCKED, as for any session it cannot use.
+        reason = (
+            f"invalid Session (its agent id and its last segment, the ARCHIVE_ID, must be at "
+            f"most {ID_MAX_LENGTH} characters)"
         )
+        raise PlanBlockedError(str(PlanFileBlocked(reason)))
     _check_proposal(proposal, new=True, now=now)
     task_id = str(uuid.uuid4())
     # The caller cannot know the Task_ID yet: its message names it as the template does.

@@ -143,8 +143,6 @@ def test_scopes_are_required(reader, outsider, proposed):
         ({"taskName": 7}, "taskName"),
         ({"turnId": ""}, "turnId"),
         ({"sessionKey": ""}, "sessionKey"),
-        ({"sessionKey": "agent:ops:" + "x" * 300}, "sessionKey: its agent id and its last segment"),
-        ({"sessionKey": "agent:" + "a" * 300 + ":x"}, "sessionKey: its agent id"),
         ({"objective": "第一行\n第二行"}, "objective: must be one line"),
         ({"steps": ["读取 {{TASK_UUID}}"]}, "steps: 0: must not contain { or }"),
     ],
@@ -300,3 +298,17 @@ def test_32_31_a_job_sent_as_openclaw_would_is_checked_and_its_message_kept(owne
                             "delivery": {"mode": "none", "bestEffort": True}}}
     plan = owner.post("/api/plans/propose", good).json()["plan"]
     assert plan["message"] == instruction.replace("{{TASK_UUID}}", plan["taskId"]) + "。然后发送摘要"
+
+
+@pytest.mark.parametrize("session", ["agent:ops:" + "x" * 300, "agent:" + "a" * 300 + ":x"])
+def test_a_session_no_archive_can_be_named_after_is_blocked(owner, workspace, session):
+    message = _error(owner.post("/api/plans/propose", {**BODY, "sessionKey": session}), 409, "BLOCKED")
+    assert message.startswith("ARCHIVE_STATUS: BLOCKED\nARCHIVE_REASON: invalid Session (")
+    assert not Plan.objects.exists()
+
+
+def test_a_turn_longer_than_a_turn_may_be_is_refused_on_every_action(owner, proposed):
+    for action in ("cancel", "pause", "resume"):
+        response = owner.post(f"/api/plans/{proposed['taskId']}/{action}", {"turnId": "0" * 201})
+        assert "turnId" in _error(response, 400, "INVALID_REQUEST")
+    assert Entry.objects.get().state == "AWAITING_PLAN_CONFIRMATION"

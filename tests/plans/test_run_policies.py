@@ -164,6 +164,8 @@ def test_1_2_which_messages_open_the_protocol(message, expected):
         ({"delivery": {"mode": "none"}}, 'job.delivery: must be {"mode": "none", "bestEffort": true} (D-C7)'),
         ({"wakeMode": "next-heartbeat"}, 'job.wakeMode: must be "now" (D-C7)'),
         ({"deleteAfterRun": True}, "job.deleteAfterRun: not a field of a plan's job"),
+        ({"delivery": None}, "job.delivery: must not be null"),
+        ({"name": 5}, "job.name: must be a string"),
     ],
 )
 def test_28_29_37_a_job_of_another_shape_is_refused_with_the_rule(job, problem):
