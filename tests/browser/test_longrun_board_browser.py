@@ -49,6 +49,7 @@ def test_it_shows_the_board_overdue_first_and_ends_a_run_from_the_task_page(
     _sign_in(page, live_server.url, "olga", "olga-pw-2026")
 
     page.click("a[href='/admin/longrun/longtask/']")
+    page.locator("#longrun-board-note").wait_for()
     rows = page.locator("#result_list tbody tr")
     assert rows.count() == 2
     first = rows.nth(0).inner_text()
