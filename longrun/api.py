@@ -261,7 +261,23 @@ class _LongrunView(APIView):
         return dict(data.validated_data)
 
     def _query(self, serializer: type[serializers.Serializer[Any]]) -> dict[str, Any]:
-        data = serializer(data=self.request.query_params)
+        # A plain dict: given a QueryDict, DRF reads `?stale_minutes=` as "not given"
+        # and keeps the last of repeated values. A list field takes every value; any
+        # other parameter given twice is refused.
+        params = self.request.query_params
+        lists = {
+            name for name, field in serializer().fields.items()
+            if isinstance(field, serializers.ListField)
+        }
+        values: dict[str, Any] = {}
+        for name, given in params.lists():
+            if name in lists:
+                values[name] = given
+            elif len(given) > 1:
+                raise ValidationError({name: "given more than once (it takes one value)"})
+            else:
+                values[name] = given[0]
+        data = serializer(data=values)
         data.is_valid(raise_exception=True)
         return dict(data.validated_data)
 

@@ -259,9 +259,12 @@ def _visible_entry(request: Request, task_id: str) -> Entry:
 
 
 def _page_param(request: Request, name: str, *, default: int, low: int, high: int) -> int:
-    raw = request.query_params.get(name)
-    if raw is None:
+    given = request.query_params.getlist(name)
+    if not given:
         return default
+    raw = given[0]
+    if len(given) > 1:  # which one would count is not the caller's choice
+        raise ValidationError(f"Invalid query parameter `{name}`")
     # Digits beyond the bound's are out of range anyway (int() is not asked).
     if not raw.isdigit() or len(raw.lstrip("0")) > len(str(high)) or not low <= int(raw) <= high:
         raise ValidationError(f"Invalid query parameter `{name}`")
@@ -619,8 +622,9 @@ class PlanRunsApi(_PlansView):
         entry = _visible_entry(request, task_id)
         limit = _page_param(request, "limit", default=DEFAULT_RUNS_PAGE, low=1, high=MAX_RUNS_PAGE)
         offset = _page_param(request, "offset", default=0, low=0, high=10**9)
-        direction = request.query_params.get("sortDir", "desc")
-        if direction not in ("asc", "desc"):
+        directions = request.query_params.getlist("sortDir") or ["desc"]
+        direction = directions[0]
+        if len(directions) > 1 or direction not in ("asc", "desc"):
             raise ValidationError("Invalid query parameter `sortDir`")
         job = job_of(entry)
         runs, total = (

@@ -253,3 +253,20 @@ def test_it_refuses_too_many_query_parameters_as_json_without_an_error_log(agent
     error = error_of(response, envelope=False)
     assert error["code"] == "INVALID_REQUEST" and error["message"].startswith("query string: ")
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        ("/api/plans?limit=abc&limit=5", "Invalid query parameter `limit`"),
+        ("/api/longrun/emit-foreground-due?stale_minutes=x&stale_minutes=5",
+         "stale_minutes: given more than once (it takes one value)"),
+    ],
+)
+def test_it_refuses_a_single_valued_query_parameter_given_twice(agent, path, message):
+    refused(agent.get(path), message, envelope=False)
+
+
+def test_an_empty_query_value_is_a_value(agent):
+    response = agent.get("/api/longrun/emit-recovery-message?stale_minutes=")
+    assert response.status_code == 400 and "stale_minutes" in response.json()["error"]["message"]
