@@ -208,7 +208,13 @@ def job_shape_problems(job: Mapping[str, object]) -> list[str]:
         )
     if target != "isolated":
         problems.append('job.sessionTarget: must be "isolated" (D-C7)')
-    elif kind == "agentTurn" and not isinstance(payload, Mapping):
+    if isinstance(payload, Mapping):
+        extra = sorted(set(payload) - {"kind", "message"})
+        if extra:
+            problems.append(f"job.payload.{extra[0]}: not a field of an agentTurn payload here")
+        if not isinstance(payload.get("message", ""), str):
+            problems.append("job.payload.message: must be a string")
+    else:
         problems.append("job.payload: must be an object")
     if _lower(job.get("wakeMode", "now")) != "now":
         problems.append('job.wakeMode: must be "now" (D-C7)')

@@ -166,6 +166,9 @@ def test_1_2_which_messages_open_the_protocol(message, expected):
         ({"deleteAfterRun": True}, "job.deleteAfterRun: not a field of a plan's job"),
         ({"delivery": None}, "job.delivery: must not be null"),
         ({"name": 5}, "job.name: must be a string"),
+        ({"payload": {"kind": "agentTurn", "message": {}}}, "job.payload.message: must be a string"),
+        ({"payload": {"kind": "agentTurn", "model": "x"}}, "job.payload.model: not a field"),
+        ({"payload": "agentTurn"}, "job.payload: must be an object"),
     ],
 )
 def test_28_29_37_a_job_of_another_shape_is_refused_with_the_rule(job, problem):
