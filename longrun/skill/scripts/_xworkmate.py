@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sys
-import urllib.error
 import urllib.parse
-import urllib.request
 from typing import Any, NoReturn
 
 EXIT_HEADER = "X-Longrun-Exit-Code"
@@ -68,28 +67,86 @@ def call(
             "utf-8"
         )
     )
-    request = urllib.request.Request(  # noqa: S310 (http(s) only, checked above)
-        url,
-        data=data,
-        method=method,
-        headers={
-            "Authorization": f"Bearer {key}",
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-        },
-    )
+    headers = {
+        "Authorization": f"Bearer {key}",
+        "Content-Type": "application/json",
+        "Accept": "application/json",
+    }
+    try:
+        status, answer_headers, raw = _exchange(method, url, headers, data)
+    except (OSError, ValueError, IndexError) as exc:  # IndexError: no HTTP status line
+        _unavailable(f"cannot reach {base}: {getattr(exc, 'reason', exc)}")
+    if status >= 400:
+        _refusal(status, answer_headers, raw)
+    return _exit_code(answer_headers, 0), _document(raw, status)
+
+
+def _exchange(
+    method: str, url: str, headers: dict[str, str], data: bytes | None
+) -> tuple[int, dict[str, str], bytes]:
+    """One HTTP request: (status, headers with lower-case names, body).
+
+    Plain HTTP is spoken over a socket: urllib.request and http.client import
+    the email package, which costs more than the whole call (a script must
+    start about as fast as the original). HTTPS goes through urllib.
+    """
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme == "https":
+        return _exchange_tls(method, url, headers, data)
+    host, port = parts.hostname or "", parts.port or 80
+    target = parts.path + (f"?{parts.query}" if parts.query else "")
+    lines = [f"{method} {target} HTTP/1.1", f"Host: {parts.netloc}", "Connection: close"]
+    lines += [f"{name}: {value}" for name, value in headers.items()]
+    lines.append(f"Content-Length: {len(data or b'')}")
+    request = ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8") + (data or b"")
+    with socket.create_connection((host, port), timeout=TIMEOUT_SECONDS) as connection:
+        connection.sendall(request)
+        chunks = []
+        while chunk := connection.recv(65536):
+            chunks.append(chunk)
+    head, _, body = b"".join(chunks).partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    status = int(status_line.split(" ", 2)[1])
+    answer = {}
+    for line in header_lines:
+        name, _, value = line.partition(":")
+        answer[name.strip().lower()] = value.strip()
+    if answer.get("transfer-encoding", "").lower() == "chunked":
+        body = _unchunked(body)
+    return status, answer, body
+
+
+def _unchunked(body: bytes) -> bytes:
+    out, rest = [], body
+    while rest:
+        size_line, _, rest = rest.partition(b"\r\n")
+        size = int(size_line.split(b";")[0], 16)
+        if size == 0:
+            break
+        out.append(rest[:size])
+        rest = rest[size + 2 :]
+    return b"".join(out)
+
+
+def _exchange_tls(
+    method: str, url: str, headers: dict[str, str], data: bytes | None
+) -> tuple[int, dict[str, str], bytes]:
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(url, data=data, method=method, headers=headers)  # noqa: S310
     try:
         with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:  # noqa: S310
-            return _exit_code(response.headers, 0), _document(response.read(), response.status)
+            answer = {name.lower(): value for name, value in response.headers.items()}
+            return response.status, answer, response.read()
     except urllib.error.HTTPError as refused:
         with refused:
-            _refusal(refused.code, refused.headers, refused.read())
-    except (urllib.error.URLError, OSError) as exc:
-        _unavailable(f"cannot reach {base}: {getattr(exc, 'reason', exc)}")
+            answer = {name.lower(): value for name, value in refused.headers.items()}
+            return refused.code, answer, refused.read()
 
 
-def _exit_code(headers: Any, default: int) -> int:
-    raw = headers.get(EXIT_HEADER, "")
+def _exit_code(headers: dict[str, str], default: int) -> int:
+    raw = headers.get(EXIT_HEADER.lower(), "")
     return int(raw) if raw.isdigit() else default
 
 
@@ -100,7 +157,7 @@ def _document(raw: bytes, status: int) -> Any:
         _unavailable(f"HTTP {status} with an answer that is not JSON")
 
 
-def _refusal(status: int, headers: Any, raw: bytes) -> NoReturn:
+def _refusal(status: int, headers: dict[str, str], raw: bytes) -> NoReturn:
     """The script's refusal as it printed it, and its exit code."""
     body = _document(raw, status)
     error = body.get("error") if isinstance(body, dict) else None
