@@ -58,52 +58,45 @@ Targets (issue 12): touch-progress >= 50% of the baseline's requests/s; the
 2x the bare interpreter start.
 
 Measured on the 2-CPU machine this was written on (PostgreSQL 15 on the same
-machine, load average about 3 from other work before the run; defaults):
+machine, nothing else running; defaults), after the wrapper's client moved to
+a plain socket and progress reports stopped waiting for the WAL flush (D-B24):
 
   gunicorn --workers 4, PostgreSQL, 16 concurrent clients, 10 s per call, 2 CPUs
   call                             req/s   p50 ms   p99 ms  vs baseline  errors
-  baseline GET /api/ping             197     75.9    169.4        100%       0
-  touch-progress                      90    172.8    242.4         46%       0
+  baseline GET /api/ping             573     27.7     35.5        100%       0
+  touch-progress                     236     66.2    106.7         41%       0
 
   process                               median ms   min ms  x bare
-  bare python -c pass                        38.5     32.5    1.00
-  python: the wrapper's imports only         95.5     80.1    2.48
-  work_cycle_tick.py (the wrapper)          116.4     95.9    3.02
-  its POST alone, from this process           8.1      7.6    0.21
-  bare python -S -c pass                     13.2     10.9    1.00
-  work_cycle_tick.py under -S               107.0     91.7    8.09
+  bare python -c pass                        29.1     27.9    1.00
+  work_cycle_tick.py (the wrapper)           54.0     52.0    1.85
+  its POST alone, from this process           4.9      4.0    0.17
+  bare python -S -c pass                     10.0      9.8    1.00
+  work_cycle_tick.py under -S                49.1     47.6    4.88
 
     tasks   due  median ms   max ms  x 1,000  due queries
-     1000  1000     4723.5   7086.6     1.00  Seq Scan, longrun_longtask_pkey, longrun_longtask_pkey
-   100000  1000     5669.0  11516.9     1.20  longrun_task_checkpoint (bitmap),
+     1000  1000     3402.4   3681.5     1.00  Seq Scan, longrun_longtask_pkey, longrun_longtask_pkey
+   100000  1000     3115.0   3229.9     0.92  longrun_task_checkpoint (bitmap),
                                               longrun_task_stale (bitmap),
                                               longrun_task_progress_due (bitmap)
 
-An earlier run gave 45%, 2.99x and 0.98x. Two targets are missed:
+(Under load from other work, an earlier run gave 46% for touch-progress and,
+with the old urllib client, 3.0x for the wrapper.) One target is missed:
 
-- touch-progress at 45-46% (target 50%). In-process (Django's test client, no
-  HTTP) one touch takes about 14 ms and one ping 2.3 ms: the ping is one
-  statement (the key), the touch six (the key, BEGIN, SELECT ... FOR UPDATE
-  of the task's row, INSERT of the task-log row, UPDATE of the task, COMMIT
-  with its WAL flush). Under cProfile task_progress_record's time is split
-  between waiting for PostgreSQL and Django compiling those statements; the
-  locked SELECT of the task (every column) is nearly half of it. Over HTTP
-  a ping costs this machine about 10 ms in all (client process, connection,
-  gunicorn, DRF), so the touch's extra ~12 ms caps it near 45%. Nothing here
-  favours the baseline (same clients and workers; 200 tasks, so the row
-  locks seldom collide); 50% needs a cheaper write path in longrun/services.py.
-- the wrapper at 3.0x the bare start (target 2x). The interpreter importing
-  what the wrapper imports, without sending anything, already takes 2.5x:
-  _xworkmate.py imports urllib.request, which pulls in http.client (and with
-  it email.parser and ssl), tempfile, hashlib and more. Measured apart on
-  this machine, `import urllib.request` adds about 85 ms to a bare start,
-  `import http.client` 55 ms, `import argparse` 6 ms, `import socket, json`
-  15 ms; the request itself is 8 ms. With -S (no site module, so neither
-  the virtualenv's editable-install finder nor anything else runs at start)
-  the bare start is 13 ms and the wrapper 8x it. The cost is the client's
-  imports in longrun/skill/scripts/_xworkmate.py, not the service: a client
-  over `socket` and `json` would, by the figures above, come to roughly
-  1.6-1.9x, near the target rather than clearly under it.
+- touch-progress at 41-46% (target 50%). In-process (Django's test client, no
+  HTTP) one touch takes several times a ping: the ping is one statement (the
+  key), the touch six (the key, BEGIN, SELECT ... FOR UPDATE of the task's
+  row, INSERT of the task-log row, UPDATE of the task, COMMIT). Under
+  cProfile task_progress_record's time is split between waiting for
+  PostgreSQL and Django compiling those statements; the locked SELECT of the
+  task (every column, needed for the record the call answers) is nearly half
+  of it. Not waiting for the WAL flush (D-B24) did not move the ratio much:
+  the cost is the statements, not the disk. 50% needs a leaner write path in
+  longrun/services.py (one conditional UPDATE ... RETURNING plus the log row).
+
+The wrapper target is met: urllib.request and http.client import the email
+package (about 85 ms and 55 ms on a bare start here); the skill's client now
+speaks HTTP/1.1 over a socket, so the wrapper costs its imports (argparse,
+json, socket, urllib.parse) and the 5 ms request.
 
 The tick target is met: the three due queries read their partial indexes
 (under 1 ms each with EXPLAIN ANALYZE at 100,000 tasks) and the tick's time
@@ -148,7 +141,7 @@ BATCH = 5_000
 BASELINE = "baseline GET /api/ping"
 TOUCH = "touch-progress"
 # What the wrapper imports (besides its own _xworkmate module, which only adds these).
-WRAPPER_IMPORTS = "import argparse, json, os, sys, urllib.error, urllib.parse, urllib.request"
+WRAPPER_IMPORTS = "import argparse, json, os, socket, sys, urllib.parse"
 
 
 class _Rollback(Exception):
