@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from typing import Any, Literal, Protocol
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 
 from longrun.models import (
@@ -643,17 +643,6 @@ def _count_heartbeat(
     return ["undelivered_heartbeats", "state", "updated_at"]
 
 
-def _relaxed_commit() -> None:
-    """This transaction's commit need not wait for the disk (PostgreSQL only, D-B24).
-
-    A progress report is the most frequent write; a crash may lose the last
-    fraction of a second of them, which costs at most one extra heartbeat.
-    """
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL synchronous_commit = off")
-
-
 def task_progress_record(
     *,
     name: str,
@@ -683,7 +672,6 @@ def task_progress_record(
         raise _invalid("message_hash", f"must be at most {SHA256_LENGTH} characters")
     rules = longrun_rules()
     with transaction.atomic():
-        _relaxed_commit()
         task = _locked(name, confined_to)
         if task is None:
             raise _not_found(name)
