@@ -1,8 +1,16 @@
-"""Helpers the benchmark scripts share: a free local port, a fresh PostgreSQL database."""
+"""Helpers the benchmark scripts share: a free local port, a fresh PostgreSQL database,
+and concurrent HTTP clients against a running service."""
 
 from __future__ import annotations
 
+import http.client
+import json
 import socket
+import statistics
+import subprocess
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from urllib.parse import urlsplit
 
 
@@ -22,3 +30,86 @@ def recreate_database(url: str) -> None:
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
         conn.execute(f'CREATE DATABASE "{name}"')
+
+
+# --- HTTP load against a running service (bench/gateway.py, bench/longrun.py) -------------------
+
+# What a client process sends: (name of the call, client number, request number) ->
+# (method, path, JSON body or None). A module-level function, so it can be pickled
+# into the client processes.
+Operation = Callable[[str, int, int], tuple[str, str, object | None]]
+
+
+def request(
+    port: int, token: str, method: str, path: str, body: object | None
+) -> tuple[int, bytes]:
+    """One request on a fresh connection (as gunicorn's sync workers close them)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    headers = {"Authorization": f"Bearer {token}"}
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode()
+        headers["Content-Type"] = "application/json"
+    try:
+        conn.request(method, path, body=data, headers=headers)
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()
+
+
+def _client(args: tuple[Operation, int, str, str, int, float]) -> tuple[list[float], int]:
+    operation, port, token, name, client, seconds = args
+    latencies: list[float] = []
+    errors = 0
+    deadline = time.perf_counter() + seconds
+    i = 0
+    while time.perf_counter() < deadline:
+        method, path, body = operation(name, client, i)
+        start = time.perf_counter()
+        status, _ = request(port, token, method, path, body)
+        latencies.append(time.perf_counter() - start)
+        if status != 200:
+            errors += 1
+        i += 1
+    return latencies, errors
+
+
+def run_phase(
+    pool: ProcessPoolExecutor,
+    operation: Operation,
+    *,
+    port: int,
+    token: str,
+    name: str,
+    clients: int,
+    seconds: float,
+) -> dict[str, float]:
+    """`clients` processes sending `name` calls for `seconds`: requests/s, p50/p99 ms, errors."""
+    started = time.perf_counter()
+    jobs = [(operation, port, token, name, c, seconds) for c in range(clients)]
+    results = list(pool.map(_client, jobs))
+    elapsed = time.perf_counter() - started
+    latencies = sorted(x for lat, _ in results for x in lat)
+    return {
+        "rps": len(latencies) / elapsed,
+        "p50": statistics.median(latencies) * 1000,
+        "p99": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000,
+        "requests": len(latencies),
+        "errors": sum(e for _, e in results),
+    }
+
+
+def wait_ready(port: int, token: str, proc: subprocess.Popen[bytes]) -> None:
+    """Until gunicorn answers /api/ping (or exits, or 60 s pass)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"gunicorn exited with {proc.returncode}")
+        try:
+            if request(port, token, "GET", "/api/ping", None)[0] == 200:
+                return
+        except OSError:
+            pass  # not listening yet
+        time.sleep(0.2)
+    raise SystemExit("gunicorn did not answer /api/ping within 60 s")

@@ -19,42 +19,31 @@ session.prepare at >= 35%.
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench._common import free_port, recreate_database  # noqa: E402 (needs ROOT on the path)
+from bench._common import (  # noqa: E402 (needs ROOT on the path)
+    free_port,
+    recreate_database,
+    request,
+    run_phase,
+    wait_ready,
+)
 
 PYTHON = sys.executable
 THREADS = 200
 
 
-def _request(
-    port: int, token: str, method: str, path: str, body: object | None
-) -> tuple[int, bytes]:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    headers = {"Authorization": f"Bearer {token}"}
-    data = None
-    if body is not None:
-        data = json.dumps(body).encode()
-        headers["Content-Type"] = "application/json"
-    try:
-        conn.request(method, path, body=data, headers=headers)
-        response = conn.getresponse()
-        return response.status, response.read()
-    finally:
-        conn.close()
 
 
 def _operation(name: str, client: int, i: int) -> tuple[str, str, object | None]:
@@ -80,52 +69,10 @@ def _operation(name: str, client: int, i: int) -> tuple[str, str, object | None]
     return "POST", "/gateway/xworkmate.tasks.get", params
 
 
-def _client(args: tuple[int, str, str, int, float]) -> tuple[list[float], int]:
-    port, token, name, client, seconds = args
-    latencies: list[float] = []
-    errors = 0
-    deadline = time.perf_counter() + seconds
-    i = 0
-    while time.perf_counter() < deadline:
-        method, path, body = _operation(name, client, i)
-        start = time.perf_counter()
-        status, _ = _request(port, token, method, path, body)
-        latencies.append(time.perf_counter() - start)
-        if status != 200:
-            errors += 1
-        i += 1
-    return latencies, errors
 
 
-def _run_phase(
-    pool: ProcessPoolExecutor, port: int, token: str, name: str, clients: int, seconds: float
-) -> dict[str, float]:
-    started = time.perf_counter()
-    results = list(pool.map(_client, [(port, token, name, c, seconds) for c in range(clients)]))
-    elapsed = time.perf_counter() - started
-    latencies = sorted(x for lat, _ in results for x in lat)
-    errors = sum(e for _, e in results)
-    return {
-        "rps": len(latencies) / elapsed,
-        "p50": statistics.median(latencies) * 1000,
-        "p99": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000,
-        "requests": len(latencies),
-        "errors": errors,
-    }
 
 
-def _wait_ready(port: int, token: str, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"gunicorn exited with {proc.returncode}")
-        try:
-            if _request(port, token, "GET", "/api/ping", None)[0] == 200:
-                return
-        except OSError:
-            pass  # not listening yet
-        time.sleep(0.2)
-    raise SystemExit("gunicorn did not answer /api/ping within 60 s")
 
 
 def main() -> int:
@@ -181,10 +128,10 @@ def main() -> int:
         env=env,
     )
     try:
-        _wait_ready(port, token, gunicorn)
+        wait_ready(port, token, gunicorn)
         for thread in range(THREADS):
             key = f"agent:main:thread-{thread}"
-            status, body = _request(
+            status, body = request(
                 port,
                 token,
                 "POST",
@@ -195,7 +142,7 @@ def main() -> int:
             directory = Path(json.loads(body)["payload"]["artifactDirectory"])
             (directory / "report.md").write_text(f"# report {thread}\n", encoding="utf-8")
             if thread % 2:
-                _request(
+                request(
                     port,
                     token,
                     "POST",
@@ -218,9 +165,12 @@ def main() -> int:
         ]
         rows = []
         with ProcessPoolExecutor(max_workers=args.clients) as pool:
-            _run_phase(pool, port, token, phases[0], args.clients, 1.0)  # warm-up
+            phase = partial(
+                run_phase, pool, _operation, port=port, token=token, clients=args.clients
+            )
+            phase(name=phases[0], seconds=1.0)  # warm-up
             for name in phases:
-                rows.append((name, _run_phase(pool, port, token, name, args.clients, args.seconds)))
+                rows.append((name, phase(name=name, seconds=args.seconds)))
     finally:
         gunicorn.terminate()
         gunicorn.wait(timeout=30)

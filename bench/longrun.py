@@ -111,8 +111,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import http.client
-import json
 import os
 import pstats
 import re
@@ -124,13 +122,20 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench._common import free_port, recreate_database  # noqa: E402 (needs ROOT on the path)
+from bench._common import (  # noqa: E402 (needs ROOT on the path)
+    free_port,
+    recreate_database,
+    request,
+    run_phase,
+    wait_ready,
+)
 
 PYTHON = sys.executable
 WRAPPER = ROOT / "longrun" / "skill" / "scripts" / "work_cycle_tick.py"
@@ -152,21 +157,6 @@ class _Rollback(Exception):
 # --- 1. the heartbeat over HTTP ------------------------------------------------------------------
 
 
-def _request(
-    port: int, token: str, method: str, path: str, body: object | None
-) -> tuple[int, bytes]:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    headers = {"Authorization": f"Bearer {token}"}
-    data = None
-    if body is not None:
-        data = json.dumps(body).encode()
-        headers["Content-Type"] = "application/json"
-    try:
-        conn.request(method, path, body=data, headers=headers)
-        response = conn.getresponse()
-        return response.status, response.read()
-    finally:
-        conn.close()
 
 
 def _operation(name: str, client: int, i: int) -> tuple[str, str, object | None]:
@@ -176,55 +166,15 @@ def _operation(name: str, client: int, i: int) -> tuple[str, str, object | None]
     return "POST", f"{STATE}/touch-progress", {"task": task}
 
 
-def _client(args: tuple[int, str, str, int, float]) -> tuple[list[float], int]:
-    port, token, name, client, seconds = args
-    latencies: list[float] = []
-    errors = 0
-    deadline = time.perf_counter() + seconds
-    i = 0
-    while time.perf_counter() < deadline:
-        method, path, body = _operation(name, client, i)
-        start = time.perf_counter()
-        status, _ = _request(port, token, method, path, body)
-        latencies.append(time.perf_counter() - start)
-        if status != 200:
-            errors += 1
-        i += 1
-    return latencies, errors
 
 
-def _run_phase(
-    pool: ProcessPoolExecutor, port: int, token: str, name: str, clients: int, seconds: float
-) -> dict[str, float]:
-    started = time.perf_counter()
-    results = list(pool.map(_client, [(port, token, name, c, seconds) for c in range(clients)]))
-    elapsed = time.perf_counter() - started
-    latencies = sorted(x for lat, _ in results for x in lat)
-    return {
-        "rps": len(latencies) / elapsed,
-        "p50": statistics.median(latencies) * 1000,
-        "p99": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000,
-        "errors": sum(e for _, e in results),
-    }
 
 
-def _wait_ready(port: int, token: str, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"gunicorn exited with {proc.returncode}")
-        try:
-            if _request(port, token, "GET", "/api/ping", None)[0] == 200:
-                return
-        except OSError:
-            pass  # not listening yet
-        time.sleep(0.2)
-    raise SystemExit("gunicorn did not answer /api/ping within 60 s")
 
 
 def _register_tasks(port: int, token: str) -> None:
     for n in range(HTTP_TASKS):
-        status, body = _request(
+        status, body = request(
             port,
             token,
             "POST",
@@ -287,16 +237,16 @@ def _process_rows(
             elapsed = _wall(command, env, exit_codes)
             if round_ >= 3:
                 times[name].append(elapsed)
-    request = []
+    posts = []
     body = {"task": "bench-0", "step": "核对了变更列表"}
     for round_ in range(starts + 3):
         started = time.perf_counter()
-        status, answer = _request(port, token, "POST", "/api/longrun/work-cycle-tick", body)
+        status, answer = request(port, token, "POST", "/api/longrun/work-cycle-tick", body)
         if round_ >= 3:
-            request.append((time.perf_counter() - started) * 1000)
+            posts.append((time.perf_counter() - started) * 1000)
         assert status == 200, answer
     rows = [(name, times[name], bare) for name, _, _, bare in runs]
-    rows.insert(3, ("its POST alone, from this process", request, BARE))
+    rows.insert(3, ("its POST alone, from this process", posts, BARE))
     return rows
 
 
@@ -551,15 +501,16 @@ def main() -> int:
         env={**os.environ, **env},
     )
     try:
-        _wait_ready(port, token, gunicorn)
+        wait_ready(port, token, gunicorn)
         _register_tasks(port, token)
         http_rows = []
         with ProcessPoolExecutor(max_workers=args.clients) as pool:
-            _run_phase(pool, port, token, BASELINE, args.clients, 1.0)  # warm-up
+            phase = partial(
+                run_phase, pool, _operation, port=port, token=token, clients=args.clients
+            )
+            phase(name=BASELINE, seconds=1.0)  # warm-up
             for name in (BASELINE, TOUCH):
-                http_rows.append(
-                    (name, _run_phase(pool, port, token, name, args.clients, args.seconds))
-                )
+                http_rows.append((name, phase(name=name, seconds=args.seconds)))
         process_rows = _process_rows(args.python, port, token, args.starts)
     finally:
         gunicorn.terminate()
