@@ -214,8 +214,13 @@ class Transition(models.Model):
     `from_state` is empty for the task's creation.
     """
 
+    # No index of its own: the (task, at) index below serves every lookup by task.
     task = models.ForeignKey(
-        LongTask, on_delete=models.CASCADE, related_name="transitions", verbose_name=_("task")
+        LongTask,
+        on_delete=models.CASCADE,
+        related_name="transitions",
+        verbose_name=_("task"),
+        db_index=False,
     )
     at = models.DateTimeField(_("at"))
     by = models.CharField(_("by"), max_length=200)
@@ -265,8 +270,14 @@ class TaskEvent(models.Model):
         (RESUME, _("resumed")),
     )
 
+    # No index of its own: the (task, at) index below serves every lookup by task,
+    # and each heartbeat writes one index fewer.
     task = models.ForeignKey(
-        LongTask, on_delete=models.CASCADE, related_name="events", verbose_name=_("task")
+        LongTask,
+        on_delete=models.CASCADE,
+        related_name="events",
+        verbose_name=_("task"),
+        db_index=False,
     )
     at = models.DateTimeField(_("at"))
     by = models.CharField(_("by"), max_length=200)

@@ -96,6 +96,7 @@ from longrun.policies.timing import (
     whole_second,
 )
 from longrun.selectors import live_tasks, lock_table, longrun_rules
+from xworkmate import sql
 from xworkmate.delivery.channels.base import Outcome
 from xworkmate.delivery.services import outbox_enqueue
 from xworkmate.lib.durations import format_duration
@@ -226,10 +227,18 @@ def _locked(name: str, confined_to: str | None = None) -> LongTask | None:
     `confined_to` is an agent's session: a task bound to any other key is not
     its own, so it is not found, whoever holds it.
     """
-    task = LongTask.objects.select_for_update().filter(LIVE, name=name).first()
-    if task is not None and confined_to is not None and task.origin_session_key != confined_to:
-        return None
-    return task
+    # Hand-written SQL (xworkmate.sql): every report of the agent starts here.
+    task = sql.select_locked(LongTask, _LIVE_NAMED, [name])
+    return task if task is not None and _own(task, confined_to) else None
+
+
+# The live task of a name, as SQL over the alias `t` (LIVE, by hand).
+_LIVE_NAMED = "t.name = %s AND t.archived_at IS NULL"
+
+
+def _own(task: LongTask, confined_to: str | None) -> bool:
+    """Whether an agent confined to a session (or anyone else, None) may act on `task`."""
+    return confined_to is None or task.origin_session_key == confined_to
 
 
 def _claimed(pk: int) -> LongTask | None:
@@ -261,12 +270,20 @@ def _derive(task: LongTask, rules: Rules) -> None:
     task.last_activity_at = latest_activity(task)[1]
 
 
-def _save(task: LongTask, rules: Rules, fields: Iterable[str]) -> None:
+def _derived_values(task: LongTask, rules: Rules, fields: Iterable[str]) -> dict[str, Any]:
+    """The values to write: `fields` and the deadlines derived from the task's facts."""
     _derive(task, rules)
-    task.save(update_fields=sorted({*fields, *_DERIVED}))
+    return {name: getattr(task, name) for name in sorted({*fields, *_DERIVED})}
 
 
-def _log(
+def _save(task: LongTask, rules: Rules, fields: Iterable[str]) -> None:
+    """Write `fields` and the derived deadlines of a task this transaction has locked."""
+    values = _derived_values(task, rules, fields)
+    if sql.update(LongTask, values, {"id": task.pk}) != 1:  # pragma: no cover - locked row
+        raise RuntimeError(f"long task {task.pk} vanished under its row lock")
+
+
+def _event_row(
     task: LongTask,
     kind: str,
     *,
@@ -278,19 +295,24 @@ def _log(
     message_hash: str = "",
     error: str = "",
     note: str = "",
-) -> TaskEvent:
-    return TaskEvent.objects.create(
-        task=task,
-        kind=kind,
-        at=at,
-        by=by,
-        purpose=purpose,
-        message_id=message_id,
-        delivery_id=delivery_id,
-        message_hash=message_hash,
-        error=error,
-        note=note,
-    )
+) -> dict[str, Any]:
+    """The task-log row of one event (every column but the id)."""
+    return {
+        "task_id": task.pk,
+        "kind": kind,
+        "at": at,
+        "by": by,
+        "purpose": purpose,
+        "message_id": message_id,
+        "delivery_id": delivery_id,
+        "message_hash": message_hash,
+        "error": error,
+        "note": note,
+    }
+
+
+def _log(task: LongTask, kind: str, **event: Any) -> TaskEvent:
+    return sql.insert(TaskEvent, _event_row(task, kind, **event))
 
 
 def _transition(task: LongTask, old: str, *, at: datetime, by: str, note: str) -> None:
@@ -603,31 +625,42 @@ def _undelivered(outcome: str, error: str) -> bool:
     return outcome in (UNKNOWN, FAILED) or (outcome == "attempt" and bool(error))
 
 
-def _count_heartbeat(
-    task: LongTask, outcome: str, error: str, *, at: datetime, by: str, rules: Rules
-) -> list[str]:
-    """Count a heartbeat's outcome; the task turns blocked after too many misses (D-B12).
-
-    The failure times and reasons are the transition's note, so the task
-    shows why it stopped. Call after the outcome's event is logged.
-    """
+def _count_heartbeat(task: LongTask, outcome: str, error: str) -> None:
+    """Count a heartbeat's outcome: a delivery clears the misses, a miss adds one."""
     if outcome in ("touch", "sent"):
         task.undelivered_heartbeats = 0
     elif _undelivered(outcome, error):
         task.undelivered_heartbeats += 1
-    if (
-        task.undelivered_heartbeats < rules.blocked_after_failures
-        or task.state not in ACTIVE_STATES
-    ):
+
+
+def _too_many_misses(task: LongTask, rules: Rules) -> bool:
+    """Whether the counted misses turn the task blocked (D-B12)."""
+    return (
+        task.undelivered_heartbeats >= rules.blocked_after_failures
+        and task.state in ACTIVE_STATES
+    )
+
+
+def _block_if_too_many_misses(
+    task: LongTask, outcome: str, logged_error: str, *, at: datetime, by: str, rules: Rules
+) -> list[str]:
+    """After _count_heartbeat: the task turns blocked after too many misses; the fields written.
+
+    The failure times and reasons are the transition's note, so the task shows
+    why it stopped. Runs under the task's row lock, before the event of this
+    outcome (`logged_error` its error) is logged.
+    """
+    if not _too_many_misses(task, rules):
         return ["undelivered_heartbeats"]
-    misses = (
+    earlier = (
         task.events.filter(purpose=PROGRESS_PURPOSE)
         .filter(Q(kind__in=(UNKNOWN, FAILED)) | (Q(kind=TaskEvent.ATTEMPT) & ~Q(error="")))
-        .order_by("-at", "-id")[: rules.blocked_after_failures]
+        .order_by("-at", "-id")[: rules.blocked_after_failures - 1]
     )
+    misses = [*reversed(list(earlier)), TaskEvent(kind=outcome, at=at, error=logged_error)]
     listed = "；".join(
         f"{reports.wire_time(miss.at, rules.zone)} {miss.error or miss.get_kind_display()}"
-        for miss in reversed(list(misses))
+        for miss in misses
     )
     old_state = task.state
     task.state = BLOCKED
@@ -641,6 +674,60 @@ def _count_heartbeat(
         note=f"连续 {task.undelivered_heartbeats} 次进度未送达：{listed}",
     )
     return ["undelivered_heartbeats", "state", "updated_at"]
+
+
+# --- an agent's report on its task ---------------------------------------------------------------
+
+
+class _NeedsLock(Exception):
+    """The report changes more than its task's row and one task-log event."""
+
+
+# What a report does to its task, in memory: the fields it wrote and its task-log
+# event (_log's arguments). With `locked` false it may raise _NeedsLock.
+_Change = Callable[[LongTask, bool], tuple[list[str], dict[str, Any]]]
+_OPTIMISTIC_TRIES = 3
+
+
+def _report(
+    name: str, confined_to: str | None, rules: Rules, change: _Change
+) -> LongTask:
+    """Apply one of the agent's reports to its live task; the task as written.
+
+    The reports are the service's most frequent writes (every heartbeat of
+    every task). On PostgreSQL the task is read without a lock and written,
+    with its task-log event, in one statement that holds only if the row is
+    still the version read (D-B25): two round trips instead of BEGIN, a locking
+    read, two writes and COMMIT. A report that needs more than that (_NeedsLock),
+    another database, or a row that keeps changing under it takes the row lock.
+    """
+    if sql.has_row_versions():
+        for _ in range(_OPTIMISTIC_TRIES):
+            found = sql.select_versioned(LongTask, _LIVE_NAMED, [name])
+            task, version = found if found is not None else (None, "")
+            if task is None or not _own(task, confined_to):
+                raise _not_found(name)
+            try:
+                fields, event = change(task, False)
+            except _NeedsLock:
+                break
+            if sql.update_versioned_with_insert(
+                LongTask,
+                task.pk,
+                version,
+                _derived_values(task, rules, fields),
+                TaskEvent,
+                _event_row(task, **event),
+            ):
+                return task
+    with transaction.atomic():
+        locked = _locked(name, confined_to)
+        if locked is None:
+            raise _not_found(name)
+        fields, event = change(locked, True)
+        _log(locked, **event)
+        _save(locked, rules, fields)
+    return locked
 
 
 def task_progress_record(
@@ -671,10 +758,8 @@ def task_progress_record(
     if len(message_hash) > SHA256_LENGTH:
         raise _invalid("message_hash", f"must be at most {SHA256_LENGTH} characters")
     rules = longrun_rules()
-    with transaction.atomic():
-        task = _locked(name, confined_to)
-        if task is None:
-            raise _not_found(name)
+
+    def change(task: LongTask, locked: bool) -> tuple[list[str], dict[str, Any]]:
         fields = _apply_progress(
             task,
             outcome,
@@ -686,20 +771,25 @@ def task_progress_record(
         if outcome in ("touch", "sent"):
             task.updated_at = max(now, task.updated_at)
             fields.append("updated_at")
-        kind = SENT if outcome == "touch" else outcome
-        _log(
-            task,
-            kind,
-            at=now,
-            by=by,
-            purpose=PROGRESS_PURPOSE,
-            delivery_id=delivery_id,
-            message_hash=message_hash,
-            error=task.last_progress_send_error if outcome in (UNKNOWN, FAILED) else error,
-            note=note,
+        logged_error = task.last_progress_send_error if outcome in (UNKNOWN, FAILED) else error
+        _count_heartbeat(task, outcome, error)
+        if _too_many_misses(task, rules) and not locked:
+            raise _NeedsLock
+        fields += _block_if_too_many_misses(
+            task, outcome, logged_error, at=now, by=by, rules=rules
         )
-        fields += _count_heartbeat(task, outcome, error, at=now, by=by, rules=rules)
-        _save(task, rules, fields)
+        return fields, {
+            "kind": SENT if outcome == "touch" else outcome,
+            "at": now,
+            "by": by,
+            "purpose": PROGRESS_PURPOSE,
+            "delivery_id": delivery_id,
+            "message_hash": message_hash,
+            "error": logged_error,
+            "note": note,
+        }
+
+    task = _report(name, confined_to, rules, change)
     return Answer(EXIT_OK, reports.task_record(task, rules.zone))
 
 
@@ -718,15 +808,14 @@ def task_activity_record(
         raise _invalid("signal", f"must be one of {', '.join(_ACTIVITY_SIGNALS)}")
     name, note = _name(name), _text("note", note)
     rules = longrun_rules()
-    with transaction.atomic():
-        task = _locked(name, confined_to)
-        if task is None:
-            raise _not_found(name)
+
+    def change(task: LongTask, locked: bool) -> tuple[list[str], dict[str, Any]]:
         field = f"last_{signal}_at"
         setattr(task, field, now)
         task.updated_at = max(now, task.updated_at)
-        _log(task, signal, at=now, by=by, note=note)
-        _save(task, rules, [field, "updated_at"])
+        return [field, "updated_at"], {"kind": signal, "at": now, "by": by, "note": note}
+
+    task = _report(name, confined_to, rules, change)
     return Answer(EXIT_OK, reports.task_record(task, rules.zone))
 
 
@@ -746,16 +835,14 @@ def task_resume_record(
     if len(reason) > 64:
         raise _invalid("reason", "must be at most 64 characters")
     rules = longrun_rules()
-    with transaction.atomic():
-        task = _locked(name, confined_to)
-        if task is None:
-            raise _not_found(name)
+
+    def change(task: LongTask, locked: bool) -> tuple[list[str], dict[str, Any]]:
         _resumed(task, reason or "manual", at=now)
         task.updated_at = max(now, task.updated_at)
-        _log(task, TaskEvent.RESUME, at=now, by=by, note=note)
-        _save(
-            task, rules, ["last_resume_at", "last_resume_reason", "last_resume_count", "updated_at"]
-        )
+        fields = ["last_resume_at", "last_resume_reason", "last_resume_count", "updated_at"]
+        return fields, {"kind": TaskEvent.RESUME, "at": now, "by": by, "note": note}
+
+    task = _report(name, confined_to, rules, change)
     return Answer(EXIT_OK, reports.task_record(task, rules.zone))
 
 
@@ -1380,6 +1467,14 @@ def progress_answer_record(message: _Answered, outcome: Outcome, final: bool) ->
     fields = _apply_progress(
         task, outcome.value, error=error, delivery_id=delivery_id, message_hash=message_hash, at=at
     )
+    logged_error = task.last_progress_send_error if outcome is not Outcome.SENT else ""
+    if task.heartbeat_message_id == message.pk and (outcome is Outcome.SENT or final):
+        task.heartbeat_message_id = None
+        fields.append("heartbeat_message_id")
+    _count_heartbeat(task, outcome.value, error)
+    fields += _block_if_too_many_misses(
+        task, outcome.value, logged_error, at=at, by=_BY_DELIVERY, rules=rules
+    )
     _log(
         task,
         outcome.value,
@@ -1389,12 +1484,8 @@ def progress_answer_record(message: _Answered, outcome: Outcome, final: bool) ->
         message_id=message.pk,
         delivery_id=delivery_id,
         message_hash=message_hash,
-        error=task.last_progress_send_error if outcome is not Outcome.SENT else "",
+        error=logged_error,
     )
-    if task.heartbeat_message_id == message.pk and (outcome is Outcome.SENT or final):
-        task.heartbeat_message_id = None
-        fields.append("heartbeat_message_id")
-    fields += _count_heartbeat(task, outcome.value, error, at=at, by=_BY_DELIVERY, rules=rules)
     _save(task, rules, fields)
 
 

@@ -1,7 +1,7 @@
 """Reads of the gateway: a session's mapping and run, native task records.
 
 `session_state` and `native_task_lookup` serve `tasks.get`, the bridge's
-polling call: one SQL statement each (xworkmate.gateway.sql says why).
+polling call: one SQL statement each (xworkmate.sql says why).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from django.db import connection
 
 from xworkmate.gateway.models import NativeTask, SessionEntry, SessionMapping, TaskRun
-from xworkmate.gateway.sql import columns, table
+from xworkmate.sql import columns, table
 
 
 @dataclass(frozen=True)

@@ -12,16 +12,16 @@ from django.db.models import DateTimeField, F, Q, Subquery, Value
 from django.db.models.functions import Coalesce, Greatest
 
 from artifacts.engine import PreparePlan, create_prepared_scope
-from xworkmate.gateway import sql
+from xworkmate import sql
 from xworkmate.gateway.models import NativeTask, SessionEntry, SessionMapping, TaskRun
 from xworkmate.gateway.policies import (
     MAX_RECORDED_TASK_RUNS,
     history_purge_before,
     native_status_may_change,
 )
-from xworkmate.gateway.sql import columns, table
 from xworkmate.lib.errors import ConflictError, ForbiddenError, GatewayError
 from xworkmate.lib.jstime import wire_time
+from xworkmate.sql import columns, table
 
 logger = logging.getLogger(__name__)
 
@@ -81,14 +81,7 @@ def _lock_session(*, session_key: str, run_id: str, now: datetime) -> _LockedSes
 
 
 def _lock_entry(session_key: str) -> SessionEntry | None:
-    cols = columns(SessionEntry, "e")
-    # SQLite has no row locks: its IMMEDIATE transactions lock the whole database.
-    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
-    sql = f"SELECT {cols.sql} FROM {table(SessionEntry)} e WHERE e.session_key = %s{lock}"  # noqa: S608
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [session_key])
-        row = cursor.fetchone()
-    return cols.build(row) if row is not None else None
+    return sql.select_locked(SessionEntry, "t.session_key = %s", [session_key])
 
 
 def _read_locked(entry: SessionEntry, run_id: str) -> _LockedSession:
