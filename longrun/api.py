@@ -58,6 +58,7 @@ from longrun.policies.answers import (
     LongrunError,
 )
 from longrun.policies.states import STATES
+from longrun.policies.timing import MAX_THRESHOLD_MINUTES, MAX_THRESHOLD_SECONDS
 from xworkmate.api_errors import error_body
 from xworkmate.auth import HasScope, request_key
 from xworkmate.lib.wire import KEY_MAX_LENGTH, NOT_BLANK_PATTERN, js_trim
@@ -66,9 +67,6 @@ from xworkmate.openapi import api_error_responses
 EXIT_CODE_HEADER = "X-Longrun-Exit-Code"
 READ, WRITE = "longrun:read", "longrun:write"
 
-# Upper bounds of the scripts' thresholds: a year, so no run's window overflows a date.
-_MAX_MINUTES = 525_600
-_MAX_SECONDS = 31_536_000
 # A progress interval the stored seconds column holds: each unit at most four
 # digits, and not zero (`0m` is no interval), as longrun.policies.timing reads it.
 _UNIT = "[0-9]{1,4}"
@@ -171,7 +169,7 @@ class _QueryCount(serializers.IntegerField):
 
 
 def _minutes(help_text: str, field: type[serializers.IntegerField] = _QueryCount) -> Any:
-    return field(required=False, min_value=1, max_value=_MAX_MINUTES, help_text=help_text)
+    return field(required=False, min_value=1, max_value=MAX_THRESHOLD_MINUTES, help_text=help_text)
 
 
 _STALE_HELP = "--stale-minutes; default the configured longrun.stale (10m)"
@@ -979,7 +977,7 @@ class DispatchForegroundDueApi(_LongrunView):
 
 class _KeepaliveQuery(_TaskQuery):
     idle_seconds = _QueryCount(
-        required=False, min_value=1, max_value=_MAX_SECONDS, help_text=_IDLE_HELP
+        required=False, min_value=1, max_value=MAX_THRESHOLD_SECONDS, help_text=_IDLE_HELP
     )
 
 
@@ -1040,7 +1038,7 @@ class RunKeepaliveOnceApi(_LongrunView):
     @extend_schema_serializer(component_name="LongrunRunKeepaliveInput")
     class InputSerializer(serializers.Serializer[Any]):
         idle_seconds = _Count(
-            required=False, min_value=1, max_value=_MAX_SECONDS, help_text=_IDLE_HELP
+            required=False, min_value=1, max_value=MAX_THRESHOLD_SECONDS, help_text=_IDLE_HELP
         )
 
     @_schema(

@@ -43,6 +43,7 @@ from longrun import selectors, services
 from longrun.policies.answers import EXIT_INVALID, EXIT_OK, Answer, LongrunError
 from longrun.policies.messages import UNSET
 from longrun.policies.statefile import state_file_error
+from longrun.policies.timing import MAX_THRESHOLD_MINUTES, MAX_THRESHOLD_SECONDS
 
 __all__ = ["SCRIPTS", "keep_stderr_for_errors", "run"]
 
@@ -120,15 +121,26 @@ def _print(body: Any, out: TextIO) -> None:
     out.write(text + "\n")
 
 
-def _positive(text: str) -> int:
-    """argparse's `type=int`, refusing 0 and below (no threshold of zero means anything)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise ArgumentTypeError(f"invalid int value: {text!r}") from None
-    if value < 1:
-        raise ArgumentTypeError(f"must be 1 or more (got {value})")
-    return value
+def _count(maximum: int) -> Callable[[str], int]:
+    """argparse's `type=int`, refusing 0 and below (no threshold of zero means
+    anything) and more than `maximum` (a year: MAX_THRESHOLD_MINUTES / _SECONDS)."""
+
+    def count(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise ArgumentTypeError(f"invalid int value: {text!r}") from None
+        if value < 1:
+            raise ArgumentTypeError(f"must be 1 or more (got {value})")
+        if value > maximum:
+            raise ArgumentTypeError(f"must be at most {maximum}, a year (got {value})")
+        return value
+
+    return count
+
+
+_minute_count = _count(MAX_THRESHOLD_MINUTES)
+_second_count = _count(MAX_THRESHOLD_SECONDS)
 
 
 def _minutes(value: int | None) -> timedelta | None:
@@ -299,21 +311,21 @@ def _work_cycle_arguments(parser: ArgumentParser) -> None:
 
 def _stale_argument(parser: ArgumentParser) -> None:
     parser.add_argument(
-        "--stale-minutes", type=_positive, help="default: the configured longrun.stale (10m)"
+        "--stale-minutes", type=_minute_count, help="default: the configured longrun.stale (10m)"
     )
 
 
 def _cooldown_argument(parser: ArgumentParser) -> None:
     parser.add_argument(
         "--unknown-cooldown-minutes",
-        type=_positive,
+        type=_minute_count,
         help="default: the configured longrun.unknown_cooldown (2m)",
     )
 
 
 def _idle_argument(parser: ArgumentParser) -> None:
     parser.add_argument(
-        "--idle-seconds", type=_positive, help="default: the configured longrun.idle (60s)"
+        "--idle-seconds", type=_second_count, help="default: the configured longrun.idle (60s)"
     )
 
 
@@ -439,7 +451,11 @@ def _log_file() -> str:
 
 def _cron_arguments(parser: ArgumentParser) -> None:
     parser.add_argument(
-        "interval", nargs="?", type=_positive, default=5, help="minutes between runs (default 5)"
+        "interval",
+        nargs="?",
+        type=_minute_count,
+        default=5,
+        help="minutes between runs (default 5)",
     )
 
 
@@ -475,7 +491,7 @@ def _watchdog_loop(args: Namespace) -> Answer:
     Runs until it is stopped, as the original loop did.
     """
     try:
-        interval = _positive(os.environ.get("INTERVAL_SECONDS") or "60")
+        interval = _second_count(os.environ.get("INTERVAL_SECONDS") or "60")
     except ArgumentTypeError as exc:
         raise LongrunError(
             exit_code=EXIT_INVALID,

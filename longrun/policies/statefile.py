@@ -25,7 +25,7 @@ from typing import Any
 
 from longrun.policies.answers import EXIT_ACTION, LongrunError
 from longrun.policies.states import ACTIVE_STATES, DELIVERY_STATUSES, STATES
-from xworkmate.lib.durations import DurationError, parse_duration
+from longrun.policies.timing import parse_progress_every
 
 __all__ = [
     "MISSING_PROGRESS_EVERY",
@@ -194,9 +194,9 @@ def _record(
     if not isinstance(every, str):
         raise _Invalid(f"invalid progress_every: {every!r}")
     try:
-        seconds = int(parse_duration(every).total_seconds())
-    except DurationError as exc:
-        raise _Invalid(f"invalid progress_every: {exc}") from exc
+        seconds = int(parse_progress_every(every).total_seconds())
+    except LongrunError as exc:  # the interval `set` would refuse
+        raise _Invalid(str(exc.body)) from exc
     values["progress_every"] = every.strip()
     values["progress_every_seconds"] = seconds
     for moment in _TIMES:

@@ -55,6 +55,15 @@ PROGRESS = "progress"
 OK = "ok"
 
 
+# The longest threshold a run may be given (--stale-minutes, --idle-seconds,
+# --unknown-cooldown-minutes): a year, so no run's window reaches past the
+# dates a datetime holds.
+MAX_THRESHOLD_MINUTES = 525_600
+MAX_THRESHOLD_SECONDS = MAX_THRESHOLD_MINUTES * 60
+# The longest progress interval: 9999 hours, well inside the stored seconds column.
+MAX_PROGRESS_EVERY = timedelta(hours=9999)
+
+
 def whole_second(moment: datetime) -> datetime:
     """`moment` without its microseconds; it must be aware (the database keeps UTC)."""
     if moment.tzinfo is None or moment.utcoffset() is None:
@@ -76,6 +85,14 @@ def parse_progress_every(text: str) -> timedelta:
             field="progress_every",
             rule=str(exc),
         ) from exc
+    if every > MAX_PROGRESS_EVERY:
+        rule = f"must be at most {format_duration(MAX_PROGRESS_EVERY)}"
+        raise LongrunError(
+            exit_code=EXIT_INVALID,
+            body=f"invalid progress_every: {rule}",
+            field="progress_every",
+            rule=rule,
+        )
     return every
 
 

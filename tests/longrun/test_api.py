@@ -484,6 +484,8 @@ def test_an_agent_sees_its_sessions_tasks_in_every_report(owner, theirs, db):
         (SET, {**REGISTER, "progress_every": "5 min"},
          "progress_every: must be a duration like 90s, 3m, 2h or 1h30m (each unit at most 4 "
          "digits, not zero)"),
+        (SET, {**REGISTER, "progress_every": "9999h60m"},
+         "invalid progress_every: must be at most 9999h"),
         (SET, {**REGISTER, "force_lock": "true"}, "force_lock: Must be a valid boolean."),
         (SET, {key: v for key, v in REGISTER.items() if key != "note"},
          "note: This field is required."),

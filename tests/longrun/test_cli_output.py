@@ -98,6 +98,26 @@ def test_argparse_errors_exit_2_with_the_original_program_name():
     assert not LongTask.objects.exists()
 
 
+def test_a_threshold_over_a_year_is_refused_not_overflowed():
+    """A run's window must stay inside the dates a datetime holds: a year at most."""
+    set_a()
+    before = selectors.state_export().body
+    for argv, flag, limit in (
+        (("watchdog.py", "check", "--stale-minutes", "525601"), "--stale-minutes", 525600),
+        (("run_watchdog_once.py", "--stale-minutes", "99999999999"), "--stale-minutes", 525600),
+        (("keepalive_tick.py", "--task", "A", "--idle-seconds", "31536001"), "--idle-seconds",
+         31536000),
+        (("dispatch_foreground_due.py", "--unknown-cooldown-minutes", "10000000000"),
+         "--unknown-cooldown-minutes", 525600),
+    ):  # fmt: skip
+        code, out, err = cli(*argv)
+        assert (code, out) == (2, ""), argv
+        assert f": error: argument {flag}: must be at most {limit}, a year (got " in err, err
+    assert selectors.state_export().body == before
+    code, out, _ = cli("watchdog.py", "check", "--stale-minutes", "525600", "--json")
+    assert code == 0 and as_json(out)["due"] == []
+
+
 # --- task_state.py ------------------------------------------------------------------------------
 
 
@@ -136,7 +156,11 @@ def test_set_refusals_print_the_originals_errors_and_change_nothing():
         "invalid progress_every: '5 min' is not a duration like 90s, 3m, 2h or 1h30m "
         "(hours, minutes, seconds)\n"
     )
+    # An interval the seconds column could not hold (or a ridiculous one) is refused.
+    code, out, err = set_a("--progress-every", "9999h1s", now=at(minutes=1))
+    assert (code, out, err) == (2, "", "invalid progress_every: must be at most 9999h\n")
     assert selectors.state_export().body == before
+    assert set_a("--progress-every", "9999h", now=at(minutes=1))[0] == 0
 
 
 def test_a_free_text_next_check_is_kept_without_a_checkpoint():

@@ -222,6 +222,7 @@ def test_nothing_is_half_imported_when_a_write_fails(monkeypatch):
         ({"state": "done", "last_progress_delivery_status": "maybe"}, "invalid last_progress_delivery_status: maybe"),
         ({"state": "done", "updated_at": 1712030400}, "invalid updated_at: 1712030400 (an ISO 8601 time or null)"),
         ({"state": "done", "progress_every": 3}, "invalid progress_every: 3"),
+        ({"state": "done", "progress_every": "9999999h"}, "invalid progress_every: must be at most 9999h"),
         ({"state": "done", "goal": "长" * 2001}, "invalid goal: must be at most 2000 characters"),
         ({"state": "done", "session": "会" * 201}, "invalid session: must be at most 200 characters"),
         ({"state": "executing", "origin_session_key": " agent:main:main"}, "invalid origin_session_key: must not start or end with white space"),
