@@ -17,12 +17,8 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
 from django.db.models import Case, IntegerField, Q, QuerySet, Value, When
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed
-from django.shortcuts import redirect
-from django.template.response import TemplateResponse
-from django.urls import URLPattern, path, reverse
+from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
@@ -36,7 +32,7 @@ from longrun.policies.states import ACTIVE_STATES, FINISHED_STATES, PROGRESS_STA
 from longrun.policies.timing import OK, PROGRESS, stale_limit, watchdog_verdict
 from longrun.selectors import longrun_rules
 from longrun.services import task_state_mark
-from xworkmate.admin import ReadOnlyMixin
+from xworkmate.admin import ActionAnswer, ActionPageMixin
 from xworkmate.delivery.selectors import messages_with_ids
 
 # Who may end a task's run from its page (the services do the rest).
@@ -89,7 +85,7 @@ class _StoredFilter(admin.SimpleListFilter):
 
 
 @admin.register(LongTask)
-class LongTaskAdmin(ReadOnlyMixin, admin.ModelAdmin):  # type: ignore[type-arg]
+class LongTaskAdmin(ActionPageMixin, admin.ModelAdmin):  # type: ignore[type-arg]
     change_list_template = "admin/longrun/longtask/change_list.html"
     refresh_seconds = REFRESH_SECONDS
     list_display = (
@@ -168,68 +164,30 @@ class LongTaskAdmin(ReadOnlyMixin, admin.ModelAdmin):  # type: ignore[type-arg]
             else "",
         )
 
-    # --- the task's page -------------------------------------------------------------------------
+    # --- the task's page (xworkmate.admin.ActionPageMixin) ----------------------------------------
 
-    def get_urls(self) -> list[URLPattern]:
-        actions = [
-            path(
-                f"<path:object_id>/mark-{state}/",
-                self.admin_site.admin_view(self._mark_view),
-                {"state": state},
-                name=f"longrun_longtask_mark_{state}",
-            )
-            for state in FINISHED_STATES
-        ]
-        return actions + super().get_urls()
+    page_template = "admin/longrun/longtask/detail.html"
+    page_actions = tuple(f"mark-{state}" for state in FINISHED_STATES)
+    action_permission = CHANGE_PERMISSION
+    not_found_text = _("Long task not found")
 
-    def _task(self, request: HttpRequest, object_id: str) -> LongTask:
-        task: LongTask | None = self.get_object(request, object_id)
-        if task is None:
-            raise Http404(_g("Long task not found"))
-        if not self.has_view_permission(request, task):
-            raise PermissionDenied
-        return task
+    def page_context(self, request: HttpRequest, obj: LongTask) -> dict[str, Any]:
+        can_mark = request.user.has_perm(CHANGE_PERMISSION) and obj.archived_at is None
+        return {**_detail_context(obj), "can_mark": can_mark}
 
-    def change_view(
-        self,
-        request: HttpRequest,
-        object_id: str,
-        form_url: str = "",
-        extra_context: dict[str, Any] | None = None,
-    ) -> HttpResponse:
-        if request.method not in ("GET", "HEAD"):
-            return HttpResponseNotAllowed(["GET", "HEAD"])
-        task = self._task(request, object_id)
-        context = {
-            **self.admin_site.each_context(request),
-            **_detail_context(task),
-            "opts": self.opts,
-            "can_mark": request.user.has_perm(CHANGE_PERMISSION) and task.archived_at is None,
-        }
-        return TemplateResponse(request, "admin/longrun/longtask/detail.html", context)
-
-    def _mark_view(self, request: HttpRequest, object_id: str, state: str) -> HttpResponse:
-        task = self._task(request, object_id)
-        if not request.user.has_perm(CHANGE_PERMISSION):
-            raise PermissionDenied
-        if request.method != "POST":
-            return HttpResponseNotAllowed(["POST"])
+    def perform_action(self, request: HttpRequest, obj: LongTask, action: str) -> ActionAnswer:
+        state = action.removeprefix("mark-")
         try:
             task_state_mark(
-                name=task.name,
+                name=obj.name,
                 state=state,
                 note=request.POST.get("note", ""),
                 by=f"user:{request.user.get_username()}",
                 now=timezone.now(),
             )
         except LongrunError as refused:
-            messages.error(request, refused.text)
-        else:
-            messages.success(
-                request,
-                _g("The task is now %(state)s.") % {"state": _STATE_NAMES[state]},
-            )
-        return redirect(reverse("admin:longrun_longtask_change", args=[task.pk]))
+            return messages.ERROR, refused.text
+        return messages.SUCCESS, _g("The task is now %(state)s.") % {"state": _STATE_NAMES[state]}
 
 
 _STATE_NAMES = {

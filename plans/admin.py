@@ -17,12 +17,10 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
 from django.db.models import Count, QuerySet
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed
-from django.shortcuts import redirect
+from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
-from django.urls import URLPattern, path, reverse
+from django.urls import reverse
 from django.utils import timezone, translation
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
@@ -53,7 +51,7 @@ from plans.services import (
     job_run_now,
 )
 from plans.wire import job_json, proposed_job
-from xworkmate.admin import ReadOnlyMixin
+from xworkmate.admin import ActionAnswer, ActionPageMixin, ReadOnlyMixin
 from xworkmate.lib.errors import GatewayError
 from xworkmate.lib.timezones import TimeZoneError, get_zone
 
@@ -124,7 +122,7 @@ def _review_url(entry: Entry) -> str:
 
 
 @admin.register(Entry)
-class EntryAdmin(ReadOnlyMixin, admin.ModelAdmin):  # type: ignore[type-arg]
+class EntryAdmin(ActionPageMixin, admin.ModelAdmin):  # type: ignore[type-arg]
     list_display = (
         "task_name",
         "archive_id",
@@ -173,69 +171,37 @@ class EntryAdmin(ReadOnlyMixin, admin.ModelAdmin):  # type: ignore[type-arg]
     def awaiting_confirmation(self, obj: Entry) -> bool:
         return obj.state == Entry.AWAITING
 
-    # --- the review page -----------------------------------------------------------------------
+    # --- the review page (xworkmate.admin.ActionPageMixin) ---------------------------------------
 
-    def get_urls(self) -> list[URLPattern]:
-        actions = [
-            path(
-                f"<path:object_id>/{name}/",
-                self.admin_site.admin_view(self._action_view),
-                {"action": name},
-                name=f"plans_entry_{name.replace('-', '_')}",
-            )
-            for name in _ACTIONS
-        ]
-        return actions + super().get_urls()
+    page_template = "admin/plans/entry_review.html"
+    page_actions = ("confirm", "request-changes", "pause", "resume", "run-now", "cancel")
+    action_permission = REVIEW_PERMISSION
+    not_found_text = _("Plan not found")
 
-    def _entry(self, request: HttpRequest, object_id: str) -> Entry:
-        entry: Entry | None = self.get_object(request, object_id)
-        if entry is None:
-            raise Http404(_g("Plan not found"))
-        if not self.has_view_permission(request, entry):
-            raise PermissionDenied
-        return entry
-
-    def change_view(
-        self,
-        request: HttpRequest,
-        object_id: str,
-        form_url: str = "",
-        extra_context: dict[str, Any] | None = None,
-    ) -> HttpResponse:
-        if request.method not in ("GET", "HEAD"):
-            return HttpResponseNotAllowed(["GET", "HEAD"])
-        entry = self._entry(request, object_id)
-        context = {
-            **self.admin_site.each_context(request),
-            **_review_context(request, entry),
-            "opts": self.opts,
+    def page_context(self, request: HttpRequest, obj: Entry) -> dict[str, Any]:
+        return {
+            **_review_context(request, obj),
             "can_review": request.user.has_perm(REVIEW_PERMISSION),
         }
-        return TemplateResponse(request, "admin/plans/entry_review.html", context)
 
-    def _action_view(self, request: HttpRequest, object_id: str, action: str) -> HttpResponse:
-        entry = self._entry(request, object_id)
-        if not request.user.has_perm(REVIEW_PERMISSION):
-            raise PermissionDenied
-        if action == "cancel" and request.method in ("GET", "HEAD"):
-            # Cancelling edits PLAN.md and ends the schedule (D-C4): one more step.
-            context = {
-                **self.admin_site.each_context(request),
-                "title": _("Cancel this plan?"),
-                "entry": entry,
-                "opts": self.opts,
-                "review_url": _review_url(entry),
-            }
-            return TemplateResponse(request, "admin/plans/entry_cancel.html", context)
-        if request.method != "POST":
-            return HttpResponseNotAllowed(["POST"])
+    def action_get_page(self, request: HttpRequest, obj: Entry, action: str) -> HttpResponse | None:
+        if action != "cancel":
+            return None
+        # Cancelling edits PLAN.md and ends the schedule (D-C4): one more step.
+        context = {
+            **self.admin_site.each_context(request),
+            "title": _("Cancel this plan?"),
+            "entry": obj,
+            "opts": self.opts,
+            "review_url": self.page_url(obj),
+        }
+        return TemplateResponse(request, "admin/plans/entry_cancel.html", context)
+
+    def perform_action(self, request: HttpRequest, obj: Entry, action: str) -> ActionAnswer:
         try:
-            level, text = _ACTIONS[action](request, entry)
+            return _ACTIONS[action](request, obj)
         except GatewayError as exc:
-            messages.error(request, exc.message)
-        else:
-            messages.add_message(request, level, text)
-        return redirect(_review_url(entry))
+            return messages.ERROR, exc.message
 
 
 def _job(entry: Entry) -> Job | None:
@@ -248,9 +214,6 @@ def _job(entry: Entry) -> Job | None:
 
 # --- the review page's actions: each calls one service -------------------------------------------
 
-_Answer = tuple[int, str]
-
-
 def _revision_posted(request: HttpRequest) -> int:
     raw = request.POST.get("revision", "")
     if not raw.isdigit() or len(raw) > 9:
@@ -258,7 +221,7 @@ def _revision_posted(request: HttpRequest) -> int:
     return int(raw)
 
 
-def _confirm(request: HttpRequest, entry: Entry) -> _Answer:
+def _confirm(request: HttpRequest, entry: Entry) -> ActionAnswer:
     number = _revision_posted(request)
     job = entry_confirm(
         task_id=str(entry.task_id), revision=number, user=request.user, now=timezone.now()
@@ -267,7 +230,7 @@ def _confirm(request: HttpRequest, entry: Entry) -> _Answer:
     return messages.SUCCESS, text % {"number": number, "next": _next_run(job)}
 
 
-def _request_changes(request: HttpRequest, entry: Entry) -> _Answer:
+def _request_changes(request: HttpRequest, entry: Entry) -> ActionAnswer:
     number = _revision_posted(request)
     entry_request_changes(
         task_id=str(entry.task_id),
@@ -280,26 +243,26 @@ def _request_changes(request: HttpRequest, entry: Entry) -> _Answer:
     return messages.SUCCESS, text % {"number": number}
 
 
-def _pause(request: HttpRequest, entry: Entry) -> _Answer:
+def _pause(request: HttpRequest, entry: Entry) -> ActionAnswer:
     job_pause(task_id=str(entry.task_id), now=timezone.now())
     return messages.SUCCESS, _g("The job is paused; PLAN.md is unchanged.")
 
 
-def _resume(request: HttpRequest, entry: Entry) -> _Answer:
+def _resume(request: HttpRequest, entry: Entry) -> ActionAnswer:
     job = job_resume(task_id=str(entry.task_id), now=timezone.now())
     return messages.SUCCESS, _g("The job is resumed. Next run: %(next)s.") % {
         "next": _next_run(job)
     }
 
 
-def _run_now(request: HttpRequest, entry: Entry) -> _Answer:
+def _run_now(request: HttpRequest, entry: Entry) -> ActionAnswer:
     answer = job_run_now(task_id=str(entry.task_id), mode="force", now=timezone.now())
     if answer.get("ran"):
         return messages.SUCCESS, _g("A run has started; its outcome shows under Runs.")
     return messages.WARNING, _g("Not run: %(reason)s.") % {"reason": answer.get("reason", "")}
 
 
-def _cancel(request: HttpRequest, entry: Entry) -> _Answer:
+def _cancel(request: HttpRequest, entry: Entry) -> ActionAnswer:
     entry_cancel(
         task_id=str(entry.task_id),
         turn_id="",
@@ -311,7 +274,7 @@ def _cancel(request: HttpRequest, entry: Entry) -> _Answer:
     )
 
 
-_ACTIONS: dict[str, Callable[[HttpRequest, Entry], _Answer]] = {
+_ACTIONS: dict[str, Callable[[HttpRequest, Entry], ActionAnswer]] = {
     "confirm": _confirm,
     "request-changes": _request_changes,
     "pause": _pause,

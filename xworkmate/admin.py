@@ -1,4 +1,5 @@
-"""Admin pages of the kernel: API keys and periodic jobs, and the admin site itself.
+"""Admin pages of the kernel: API keys and periodic jobs, and the admin site itself;
+and the shapes the apps' pages share (read-only pages, pages with actions).
 
 API keys are immutable once created (to change scopes, create a new key and
 revoke the old one): the token is shown once, right after creation.
@@ -12,8 +13,12 @@ from typing import TYPE_CHECKING, Any
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth.models import User
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
@@ -175,6 +180,98 @@ class ReadOnlyMixin:
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+# What an action did, as a message for the person: (messages level, text).
+ActionAnswer = tuple[int, str]
+
+
+class ActionPageMixin(ReadOnlyMixin):
+    """A read-only page per object, with actions that are POSTs calling one service each.
+
+    For any app whose rows change only through its services: the change view
+    is the app's own page (GET and HEAD only, no form), and each name of
+    `page_actions` is a URL below it, `<object_id>/<action>/`, named
+    `admin:<app>_<model>_<action>` (dashes as underscores). An action needs
+    the admin's login and CSRF check, the object's view permission and
+    `action_permission`, and answers POST only, unless `action_get_page`
+    offers a page for it (a confirmation step); it then reports what
+    `perform_action` answered and goes back to the object's page.
+    """
+
+    opts: Any
+    admin_site: admin.AdminSite
+    page_template: str
+    page_actions: tuple[str, ...]
+    action_permission: str
+    not_found_text: StrPromise  # the 404's message
+
+    def page_context(self, request: HttpRequest, obj: Any) -> dict[str, Any]:
+        raise NotImplementedError  # each page says what it shows
+
+    def perform_action(self, request: HttpRequest, obj: Any, action: str) -> ActionAnswer:
+        raise NotImplementedError  # each page says what its actions call
+
+    def action_get_page(self, request: HttpRequest, obj: Any, action: str) -> HttpResponse | None:
+        """A page an action answers to GET (e.g. "are you sure?"); None: POST only."""
+        return None
+
+    def get_urls(self) -> list[URLPattern]:
+        meta = self.opts
+        actions = [
+            path(
+                f"<path:object_id>/{action}/",
+                self.admin_site.admin_view(self._action_view),
+                {"action": action},
+                name=f"{meta.app_label}_{meta.model_name}_{action.replace('-', '_')}",
+            )
+            for action in self.page_actions
+        ]
+        # The ModelAdmin this mixes into has get_urls (a mixin's super() is untyped here).
+        own: list[URLPattern] = super().get_urls()  # type: ignore[misc]
+        return actions + own
+
+    def page_url(self, obj: Any) -> str:
+        return reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_change", args=[obj.pk])
+
+    def _viewable(self, request: HttpRequest, object_id: str) -> Any:
+        obj = self.get_object(request, object_id)  # type: ignore[attr-defined]
+        if obj is None:
+            raise Http404(str(self.not_found_text))
+        if not self.has_view_permission(request, obj):  # type: ignore[attr-defined]
+            raise PermissionDenied
+        return obj
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        if request.method not in ("GET", "HEAD"):
+            return HttpResponseNotAllowed(["GET", "HEAD"])
+        obj = self._viewable(request, object_id)
+        context = {
+            **self.admin_site.each_context(request),
+            **self.page_context(request, obj),
+            "opts": self.opts,
+        }
+        return TemplateResponse(request, self.page_template, context)
+
+    def _action_view(self, request: HttpRequest, object_id: str, action: str) -> HttpResponse:
+        obj = self._viewable(request, object_id)
+        if not request.user.has_perm(self.action_permission):
+            raise PermissionDenied
+        if request.method in ("GET", "HEAD"):
+            page = self.action_get_page(request, obj, action)
+            if page is not None:
+                return page
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        level, text = self.perform_action(request, obj, action)
+        messages.add_message(request, level, text)
+        return redirect(self.page_url(obj))
 
 
 def _column(field: str, label: StrPromise) -> Callable[[Any, Any], Any]:
