@@ -44,8 +44,6 @@ PYTHON = sys.executable
 THREADS = 200
 
 
-
-
 def _operation(name: str, client: int, i: int) -> tuple[str, str, object | None]:
     thread = (client * 7919 + i) % THREADS
     if name == "baseline GET /api/ping":
@@ -67,12 +65,6 @@ def _operation(name: str, client: int, i: int) -> tuple[str, str, object | None]
     if name == "tasks.get (no artifacts)":
         params["includeArtifacts"] = False
     return "POST", "/gateway/xworkmate.tasks.get", params
-
-
-
-
-
-
 
 
 def main() -> int:
