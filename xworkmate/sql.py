@@ -76,7 +76,7 @@ def _fetch_one(sql: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
         return row
 
 
-def lock_clause() -> str:
+def _lock_clause() -> str:
     """The row-lock suffix of a SELECT: none on SQLite, whose IMMEDIATE transactions
     lock the whole database instead."""
     return " FOR UPDATE" if connection.features.has_select_for_update else ""
@@ -87,7 +87,7 @@ def select_locked(model: type[_M], where: str, params: Sequence[Any]) -> _M | No
     for the rest of the transaction; None when no row matches."""
     cols = columns(model, "t")
     row = _fetch_one(
-        f"SELECT {cols.sql} FROM {table(model)} t WHERE {where}{lock_clause()}",  # noqa: S608
+        f"SELECT {cols.sql} FROM {table(model)} t WHERE {where}{_lock_clause()}",  # noqa: S608
         params,
     )
     return cols.build(row) if row is not None else None
