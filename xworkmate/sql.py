@@ -131,10 +131,11 @@ def update_versioned_with_insert(
     `version` (select_versioned), and INSERT `row` into `inserted` if it was;
     whether they happened (both or neither).
 
-    A write that committed since the read, or one still holding the row, makes
-    it answer False once that write is over (READ COMMITTED re-checks the
-    condition on the newest version). Each inserted value is cast to its
-    column's type: a bare literal in a SELECT list would be read as text.
+    A write committed since the read makes it answer False; one still holding
+    the row makes it wait, then answer False if that write committed (READ
+    COMMITTED re-checks the condition on the newest version of the row).
+    Each inserted value is cast to its column's type: a bare literal in a
+    SELECT list would be read as text.
     """
     sets = ", ".join(f"{_column(model, name)} = %s" for name in values)
     pk_column = connection.ops.quote_name(model._meta.pk.column)
