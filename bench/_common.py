@@ -1,17 +1,26 @@
 """Helpers the benchmark scripts share: a free local port, a fresh PostgreSQL database,
-and concurrent HTTP clients against a running service."""
+the service run as in production (a data home, a key, gunicorn), and concurrent HTTP
+clients against it."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
+import os
 import socket
 import statistics
 import subprocess
+import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
 
 
 def free_port() -> int:
@@ -113,3 +122,70 @@ def wait_ready(port: int, token: str, proc: subprocess.Popen[bytes]) -> None:
             pass  # not listening yet
         time.sleep(0.2)
     raise SystemExit("gunicorn did not answer /api/ping within 60 s")
+
+
+# --- the service as in production (bench/gateway.py, bench/longrun.py) -------------------------
+
+
+def service_home(database_url: str, prefix: str) -> dict[str, str]:
+    """A fresh database and data home with one workspace root, migrated; the service's env."""
+    recreate_database(database_url)
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
+    workspace = tmp / "ws"
+    workspace.mkdir()
+    config = tmp / "xworkmate.toml"
+    config.write_text(
+        f'[service]\nlanguage_code = "en"\n[workspace]\nroots = ["{workspace}"]\n', encoding="utf-8"
+    )
+    env = {
+        "DJANGO_SETTINGS_MODULE": "xworkmate.settings",
+        "XWORKMATE_HOME": str(tmp / "home"),
+        "XWORKMATE_CONFIG": str(config),
+        "DATABASE_URL": database_url,
+    }
+    _manage(env, "migrate", "--noinput")
+    return env
+
+
+def api_key(env: dict[str, str], *scopes: str) -> str:
+    """A new bridge key holding `scopes`; its token."""
+    options = [part for scope in scopes for part in ("--scope", scope)]
+    created = _manage(env, "xworkmate", "apikey", "create", "--name", "bench", *options)
+    return created.stdout.strip().splitlines()[-1]
+
+
+@contextlib.contextmanager
+def gunicorn(env: dict[str, str], token: str, workers: int) -> Iterator[int]:
+    """gunicorn serving the service with `workers` sync workers, ready; its port."""
+    port = free_port()
+    server = subprocess.Popen(
+        [
+            str(Path(PYTHON).with_name("gunicorn")),
+            "xworkmate.wsgi:application",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(workers),
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env={**os.environ, **env},
+    )
+    try:
+        wait_ready(port, token, server)
+        yield port
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def _manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [PYTHON, "manage.py", *args],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        check=True,
+        capture_output=True,
+        text=True,
+    )

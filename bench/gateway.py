@@ -21,10 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
-import tempfile
-from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from functools import partial
 from pathlib import Path
@@ -33,14 +30,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench._common import (  # noqa: E402 (needs ROOT on the path)
-    free_port,
-    recreate_database,
+    api_key,
+    gunicorn,
     request,
     run_phase,
-    wait_ready,
+    service_home,
 )
 
-PYTHON = sys.executable
 THREADS = 200
 
 
@@ -79,48 +75,9 @@ def main() -> int:
     )
     args = parser.parse_args()
 
-    recreate_database(args.database_url)
-    tmp = Path(tempfile.mkdtemp(prefix="xworkmate-bench-"))
-    workspace = tmp / "ws"
-    workspace.mkdir()
-    config = tmp / "xworkmate.toml"
-    config.write_text(
-        f'[service]\nlanguage_code = "en"\n[workspace]\nroots = ["{workspace}"]\n', encoding="utf-8"
-    )
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "xworkmate.settings",
-        "XWORKMATE_HOME": str(tmp / "home"),
-        "XWORKMATE_CONFIG": str(config),
-        "DATABASE_URL": args.database_url,
-    }
-    manage: Callable[..., subprocess.CompletedProcess[str]] = lambda *a: subprocess.run(  # noqa: E731
-        [PYTHON, "manage.py", *a], cwd=ROOT, env=env, check=True, capture_output=True, text=True
-    )
-    manage("migrate", "--noinput")
-    token = (
-        manage("xworkmate", "apikey", "create", "--name", "bench", "--scope", "gateway:write")
-        .stdout.strip()
-        .splitlines()[-1]
-    )
-
-    port = free_port()
-    gunicorn = subprocess.Popen(
-        [
-            str(Path(PYTHON).with_name("gunicorn")),
-            "xworkmate.wsgi:application",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--workers",
-            str(args.workers),
-            "--log-level",
-            "warning",
-        ],
-        cwd=ROOT,
-        env=env,
-    )
-    try:
-        wait_ready(port, token, gunicorn)
+    env = service_home(args.database_url, "xworkmate-bench-")
+    token = api_key(env, "gateway:write")
+    with gunicorn(env, token, args.workers) as port:
         for thread in range(THREADS):
             key = f"agent:main:thread-{thread}"
             status, body = request(
@@ -163,9 +120,6 @@ def main() -> int:
             phase(name=phases[0], seconds=1.0)  # warm-up
             for name in phases:
                 rows.append((name, phase(name=name, seconds=args.seconds)))
-    finally:
-        gunicorn.terminate()
-        gunicorn.wait(timeout=30)
 
     base = rows[0][1]["rps"]
     print(

@@ -125,9 +125,8 @@ import re
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from datetime import datetime, timedelta
 from functools import partial
@@ -138,11 +137,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench._common import (  # noqa: E402 (needs ROOT on the path)
-    free_port,
-    recreate_database,
+    api_key,
+    gunicorn,
     request,
     run_phase,
-    wait_ready,
+    service_home,
 )
 
 PYTHON = sys.executable
@@ -453,62 +452,9 @@ def main() -> int:
     )
     args = parser.parse_args()
 
-    recreate_database(args.database_url)
-    tmp = Path(tempfile.mkdtemp(prefix="xworkmate-bench-longrun-"))
-    workspace = tmp / "ws"
-    workspace.mkdir()
-    config = tmp / "xworkmate.toml"
-    config.write_text(
-        f'[service]\nlanguage_code = "en"\n[workspace]\nroots = ["{workspace}"]\n', encoding="utf-8"
-    )
-    env = {
-        "DJANGO_SETTINGS_MODULE": "xworkmate.settings",
-        "XWORKMATE_HOME": str(tmp / "home"),
-        "XWORKMATE_CONFIG": str(config),
-        "DATABASE_URL": args.database_url,
-    }
-    manage: Callable[..., subprocess.CompletedProcess[str]] = lambda *a: subprocess.run(  # noqa: E731
-        [PYTHON, "manage.py", *a],
-        cwd=ROOT,
-        env={**os.environ, **env},
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    manage("migrate", "--noinput")
-    token = (
-        manage(
-            "xworkmate",
-            "apikey",
-            "create",
-            "--name",
-            "bench",
-            "--scope",
-            "longrun:read",
-            "--scope",
-            "longrun:write",
-        )
-        .stdout.strip()
-        .splitlines()[-1]
-    )
-
-    port = free_port()
-    gunicorn = subprocess.Popen(
-        [
-            str(Path(PYTHON).with_name("gunicorn")),
-            "xworkmate.wsgi:application",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--workers",
-            str(args.workers),
-            "--log-level",
-            "warning",
-        ],
-        cwd=ROOT,
-        env={**os.environ, **env},
-    )
-    try:
-        wait_ready(port, token, gunicorn)
+    env = service_home(args.database_url, "xworkmate-bench-longrun-")
+    token = api_key(env, "longrun:read", "longrun:write")
+    with gunicorn(env, token, args.workers) as port:
         _register_tasks(port, token)
         rounds: dict[str, list[dict[str, float]]] = {BASELINE: [], TOUCH: []}
         with ProcessPoolExecutor(max_workers=args.clients) as pool:
@@ -522,9 +468,6 @@ def main() -> int:
                     rounds[name].append(phase(name=name, seconds=args.seconds))
         http_rows = [(name, _median_row(results)) for name, results in rounds.items()]
         process_rows = _process_rows(args.python, port, token, args.starts)
-    finally:
-        gunicorn.terminate()
-        gunicorn.wait(timeout=30)
 
     _setup_django(env)
     tick_rows = _tick_rows(args.repeat, args.profile)
