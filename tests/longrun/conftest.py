@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +20,24 @@ T0 = datetime(2026, 4, 2, 4, 0, 0, tzinfo=UTC)
 T0_TEXT = "2026-04-02T12:00:00+08:00"
 K = "agent:main:telegram:dm:1001"
 K2 = "agent:main:main"
+
+
+# A task's required fields other than its name, state and key, as every test registers it.
+FIELDS = {
+    "session": "迁移会话",
+    "goal": "确认表结构",
+    "done_when": "迁移完成",
+    "blocked_when": "缺权限",
+    "boundary": "数据库",
+    "next_check": "30m",
+    "note": "读取迁移日志",
+}
+# The same, as `task_state.py set` flags.
+SET_ARGS = tuple(
+    part for name, value in FIELDS.items() for part in (f"--{name.replace('_', '-')}", value)
+)
+# An original .task-state.json with its quirks.
+FIXTURE = Path(__file__).with_name("data") / "task-state-original.json"
 
 
 def at(**delta: float) -> datetime:
@@ -35,16 +54,7 @@ def task_set(
     **fields: Any,
 ):
     """`task_state.py set` with every required argument; returns the Answer."""
-    values: dict[str, Any] = {
-        "session": "迁移会话",
-        "goal": "确认表结构",
-        "done_when": "迁移完成",
-        "blocked_when": "缺权限",
-        "boundary": "数据库",
-        "next_check": "30m",
-        "note": "读取迁移日志",
-        "by": "test",
-    } | fields
+    values: dict[str, Any] = {**FIELDS, "by": "test"} | fields
     if key is not None:
         values["origin_session_key"] = key
     return services.task_set(name=name, state=state, now=now, **values)

@@ -18,27 +18,20 @@ from django.utils import timezone
 
 from longrun.models import LongTask, SessionLock, TaskEvent, Transition
 from tests.conftest import ApiClient, configure
+from tests.longrun.conftest import FIELDS, K2, K
 from xworkmate.services import KeyBinding, api_key_create
 
 pytestmark = pytest.mark.django_db
 
-K = "agent:main:telegram:dm:1001"
-K2 = "agent:main:main"
 EXIT = "X-Longrun-Exit-Code"
 SET = "/api/longrun/task-state/set"
 STATE = "/api/longrun/task-state"
 
 REGISTER: dict[str, Any] = {
     "task": "迁移",
-    "session": "迁移会话",
     "origin_session_key": K,
     "state": "executing",
-    "goal": "确认表结构",
-    "done_when": "迁移完成",
-    "blocked_when": "缺权限",
-    "boundary": "数据库",
-    "next_check": "30m",
-    "note": "读取迁移日志",
+    **FIELDS,
     "progress_every": "3m",
 }
 

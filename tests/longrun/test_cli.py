@@ -28,16 +28,10 @@ from django.utils import timezone
 from longrun import selectors
 from longrun.models import LongTask, TaskEvent
 from tests.conftest import ROOT, manage, subprocess_database_url
-from tests.longrun.conftest import K2, K, task_set
+from tests.longrun.conftest import FIXTURE, K2, SET_ARGS, K, task_set
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-FIXTURE = Path(__file__).with_name("data") / "task-state-original.json"
-SET_ARGS = (
-    "--session", "迁移会话", "--goal", "确认表结构", "--done-when", "迁移完成",
-    "--blocked-when", "缺权限", "--boundary", "数据库", "--next-check", "30m",
-    "--note", "读取迁移日志",
-)  # fmt: skip
 
 
 class Ran(NamedTuple):

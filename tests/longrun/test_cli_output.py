@@ -9,7 +9,6 @@ from __future__ import annotations
 import io
 import json
 from datetime import datetime
-from pathlib import Path
 
 import pytest
 import time_machine
@@ -17,16 +16,10 @@ import time_machine
 from longrun import selectors
 from longrun.cli import SCRIPTS, run
 from longrun.models import LongTask, TaskEvent
-from tests.longrun.conftest import K2, T0, T0_TEXT, K, at, task_set
+from tests.longrun.conftest import FIXTURE, K2, SET_ARGS, T0, T0_TEXT, K, at, task_set
 
 pytestmark = pytest.mark.django_db
 
-FIXTURE = Path(__file__).with_name("data") / "task-state-original.json"
-SET_ARGS = (
-    "--session", "迁移会话", "--goal", "确认表结构", "--done-when", "迁移完成",
-    "--blocked-when", "缺权限", "--boundary", "数据库", "--next-check", "30m",
-    "--note", "读取迁移日志",
-)  # fmt: skip
 
 
 def cli(*argv: str, now: datetime = T0) -> tuple[int, str, str]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,12 +19,11 @@ from longrun.models import LongTask, SessionLock, Transition
 from longrun.policies.answers import LongrunError
 from longrun.policies.statefile import plan_locks, read_state
 from longrun.policies.timing import parse_next_check
-from tests.longrun.conftest import K2, T0, K, at, task_set
+from tests.longrun.conftest import FIXTURE, K2, T0, K, at, task_set
 from xworkmate.lib.timezones import get_zone
 
 pytestmark = pytest.mark.django_db
 
-FIXTURE = Path(__file__).with_name("data") / "task-state-original.json"
 SHANGHAI = get_zone("Asia/Shanghai")
 K3, K4, K6 = (f"agent:main:telegram:dm:100{n}" for n in (3, 4, 6))
 
