@@ -19,9 +19,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import redis
 from django.conf import settings
 from django.db import connection
 
+import xworkmate.celery
 from tests.conftest import ROOT, free_port
 
 
@@ -37,6 +39,15 @@ def real_services(transactional_db: None) -> None:
         pytest.fail("integration tests need DATABASE_URL=postgresql://... (see scripts/test)")
     if not settings.CELERY_BROKER_URL.startswith("redis://"):
         pytest.fail("integration tests need CELERY_BROKER_URL=redis://... (see scripts/test)")
+
+
+def clear_broker() -> None:
+    """Nothing left in Redis by an earlier test (a task for a message id reused here)."""
+    xworkmate.celery.app.control.purge()
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    # A task a killed worker had taken: kombu would restore it after the visibility timeout.
+    client.delete("unacked", "unacked_index")
+    client.close()
 
 
 def database_url() -> str:

@@ -26,15 +26,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-import redis
-from django.conf import settings as django_settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-import xworkmate.celery
 from tests.conftest import configure
 from tests.delivery.conftest import use_channels
-from tests.integration.conftest import CeleryProcesses, wait_for
+from tests.integration.conftest import CeleryProcesses, clear_broker, wait_for
 from xworkmate.config import DeliveryChannel
 from xworkmate.delivery.channels.webhook import verify_signature
 from xworkmate.delivery.models import Attempt, Message
@@ -108,15 +105,6 @@ def receiver() -> Iterator[Receiver]:
     running.close()
 
 
-def _clear_broker() -> None:
-    """Nothing left in Redis by an earlier test (a task for a message id reused here)."""
-    xworkmate.celery.app.control.purge()
-    client = redis.Redis.from_url(django_settings.CELERY_BROKER_URL)
-    # A task a killed worker had taken: kombu would restore it after the visibility timeout.
-    client.delete("unacked", "unacked_index")
-    client.close()
-
-
 @pytest.fixture
 def routed(real_services: None, receiver: Receiver, settings: Any) -> Iterator[Receiver]:
     """This process routes longrun.progress to the receiver, as the workers' config does."""
@@ -128,9 +116,9 @@ def routed(real_services: None, receiver: Receiver, settings: Any) -> Iterator[R
         read_timeout=timedelta(seconds=60),
     )
     use_channels(settings, channel, routes={PURPOSE: "hook"})
-    _clear_broker()
+    clear_broker()
     yield receiver
-    _clear_broker()
+    clear_broker()
 
 
 def worker_config(receiver: Receiver, extra: str = "") -> str:

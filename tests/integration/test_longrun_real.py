@@ -17,16 +17,13 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-import redis
-from django.conf import settings as django_settings
 from django.db import connection
 from django.utils import timezone
 
-import xworkmate.celery
 from longrun import services
 from longrun.models import LongTask, TaskEvent
 from tests.delivery.conftest import Receiver, use_channels
-from tests.integration.conftest import CeleryProcesses, wait_for
+from tests.integration.conftest import CeleryProcesses, clear_broker, wait_for
 from tests.longrun.conftest import K, task_set
 from xworkmate.config import DeliveryChannel
 from xworkmate.delivery.models import Message
@@ -37,21 +34,13 @@ from xworkmate.models import PeriodicJobState
 pytestmark = pytest.mark.integration
 
 
-def _clear_broker() -> None:
-    """Nothing left in Redis by another test, nor by this one for the next."""
-    xworkmate.celery.app.control.purge()
-    client = redis.Redis.from_url(django_settings.CELERY_BROKER_URL)
-    client.delete("unacked", "unacked_index")
-    client.close()
-
-
 @pytest.fixture
 def receiver(real_services: None) -> Iterator[Receiver]:
-    _clear_broker()
+    clear_broker()
     running = Receiver()
     yield running
     running.close()
-    _clear_broker()
+    clear_broker()
 
 
 def test_beat_runs_the_heartbeat_and_a_real_worker_delivers_it_and_records_it_sent(

@@ -31,8 +31,8 @@ from plans.services import (
 )
 from tests.conftest import configure
 from tests.delivery.conftest import use_channels
-from tests.integration.conftest import CeleryProcesses, wait_for
-from tests.integration.test_delivery_real import SECRET, Receiver, _clear_broker
+from tests.integration.conftest import CeleryProcesses, clear_broker, wait_for
+from tests.integration.test_delivery_real import SECRET, Receiver
 from tests.integration.test_gateway_concurrency import run_together
 from xworkmate.config import DeliveryChannel
 
@@ -148,9 +148,9 @@ def routed(real_services: None, settings: Any) -> Iterator[Receiver]:
     receiver = Receiver()
     channel = DeliveryChannel(name="hook", kind="webhook", url=receiver.url, secret=SECRET)
     use_channels(settings, channel, routes={PURPOSE: "hook"})
-    _clear_broker()
+    clear_broker()
     yield receiver
-    _clear_broker()
+    clear_broker()
     receiver.close()
 
 
