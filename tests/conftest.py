@@ -61,6 +61,50 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@dataclasses.dataclass
+class SkillRun:
+    """What a skill's script did: exit code, stdout, stderr."""
+
+    code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+
+def run_skill_script(
+    script: Path,
+    url: str,
+    key: str,
+    *args: str,
+    isolated: bool = True,
+    stdin: str | None = None,
+) -> SkillRun:
+    """A skill's script as an agent's workspace runs it: no site packages, no inherited
+    environment but PATH and a C locale, and the service's URL and key when given.
+
+    `isolated` is -I; without it (-E -s) the script's own folder stays on the path,
+    for wrappers that import a sibling module.
+    """
+    env = {"PATH": os.environ.get("PATH", ""), "LC_ALL": "C", "LANG": "C"}
+    if url:
+        env["XWORKMATE_URL"] = url
+    if key:
+        env["XWORKMATE_API_KEY"] = key
+    flags = ["-I", "-S"] if isolated else ["-E", "-s", "-S"]
+    done = subprocess.run(
+        [sys.executable, *flags, str(script), *args],
+        input=None if stdin is None else stdin.encode("utf-8"),
+        capture_output=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    return SkillRun(done.returncode, done.stdout.decode("utf-8"), done.stderr.decode("utf-8"))
+
+
 def http_status(url: str) -> int:
     """The HTTP status a GET of `url` answers; 0 when nothing answers."""
     try:

@@ -12,11 +12,8 @@ import io
 import json
 import os
 import re
-import subprocess
 import sys
-from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
 
 import pytest
 import time_machine
@@ -24,7 +21,7 @@ from django.utils import timezone
 
 from longrun import cli
 from longrun.models import LongTask, TaskEvent
-from tests.conftest import ROOT, free_port
+from tests.conftest import ROOT, SkillRun, free_port, run_skill_script
 from xworkmate.services import KeyBinding, api_key_create
 
 SKILL_DIR = ROOT / "longrun" / "skill"
@@ -49,28 +46,9 @@ SET_ARGS = [
 ]
 
 
-@dataclass
-class Result:
-    code: int
-    stdout: str
-    stderr: str
-
-    @property
-    def json(self) -> Any:
-        return json.loads(self.stdout)
-
-
-def script(url: str, key: str, name: str, *args: str) -> Result:
-    env = {"PATH": os.environ.get("PATH", ""), "LC_ALL": "C", "LANG": "C"}
-    if url:
-        env["XWORKMATE_URL"] = url
-    if key:
-        env["XWORKMATE_API_KEY"] = key
-    done = subprocess.run(
-        [sys.executable, "-E", "-s", "-S", str(SCRIPTS / f"{name}.py"), *args],
-        capture_output=True, env=env, timeout=60, check=False,
-    )
-    return Result(done.returncode, done.stdout.decode("utf-8"), done.stderr.decode("utf-8"))
+def script(url: str, key: str, name: str, *args: str) -> SkillRun:
+    # Not -I: the wrappers import their sibling _xworkmate module.
+    return run_skill_script(SCRIPTS / f"{name}.py", url, key, *args, isolated=False)
 
 
 def agent_key(session: str = K, name: str = "agent") -> str:

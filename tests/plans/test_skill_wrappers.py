@@ -11,16 +11,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from plans.models import Confirmation, Job
-from tests.conftest import ROOT, configure, free_port
+from tests.conftest import ROOT, SkillRun, configure, free_port, run_skill_script
 from xworkmate.services import KeyBinding, api_key_create
 
 SKILL_DIR = ROOT / "plans" / "skill"
@@ -59,38 +57,16 @@ ORIGINAL_HEADINGS = [
 ]
 
 
-@dataclass
-class Result:
-    code: int
-    stdout: str
-    stderr: str
-
-    @property
-    def json(self) -> Any:
-        return json.loads(self.stdout)
-
-    def error(self) -> dict[str, str]:
-        assert self.code == 1, self
-        body = self.json
-        assert set(body) == {"error"}, body
-        return dict(body["error"])
+def run_plan(url: str, key: str, *args: str, stdin: str | None = None) -> SkillRun:
+    return run_skill_script(SCRIPT, url, key, *args, stdin=stdin)
 
 
-def run_plan(url: str, key: str, *args: str, stdin: str | None = None) -> Result:
-    env = {"PATH": os.environ.get("PATH", ""), "LC_ALL": "C", "LANG": "C"}
-    if url:
-        env["XWORKMATE_URL"] = url
-    if key:
-        env["XWORKMATE_API_KEY"] = key
-    done = subprocess.run(
-        [sys.executable, "-I", "-S", str(SCRIPT), *args],
-        input=None if stdin is None else stdin.encode("utf-8"),
-        capture_output=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
-    return Result(done.returncode, done.stdout.decode("utf-8"), done.stderr.decode("utf-8"))
+def _error(result: SkillRun) -> dict[str, str]:
+    """The error of a refused call: exit 1 and a body with only `error`."""
+    assert result.code == 1, result
+    body = result.json
+    assert set(body) == {"error"}, body
+    return dict(body["error"])
 
 
 def agent_key(run: str, session: str = SESSION) -> str:
@@ -141,11 +117,11 @@ def test_propose_then_confirm_in_the_next_run_then_export_and_runs(live_server, 
     assert raw.code == 0 and raw.stdout == plan_md.read_text(encoding="utf-8")
 
     # Nothing is scheduled before a confirmation, so nothing exports.
-    assert run_plan(url, run_1, "export", task).error()["message"].startswith("D-C9:")
+    assert _error(run_plan(url, run_1, "export", task))["message"].startswith("D-C9:")
     # The run that wrote PLAN.md never confirms it (F1), whatever the user said.
     refused = run_plan(url, run_1, "confirm", task, "--revision", "1", "--message", "确认")
-    assert refused.error()["code"] == "REFUSED"
-    assert refused.error()["message"].startswith("F1:")
+    assert _error(refused)["code"] == "REFUSED"
+    assert _error(refused)["message"].startswith("F1:")
     assert not Job.objects.exists()
 
     # The user's next message arrives in the next run; the agent relays it verbatim.
@@ -198,7 +174,7 @@ def test_a_change_request_then_revise_then_confirm_pause_resume_cancel(live_serv
     not_yes = run_plan(
         url, run_2, "confirm", task, "--revision", "1", "--message", "好的，不过把时间改成8点"
     )
-    assert not_yes.error()["message"].startswith("§2.4:")
+    assert _error(not_yes)["message"].startswith("§2.4:")
     changes = run_plan(
         url,
         run_2,
@@ -227,11 +203,11 @@ def test_a_change_request_then_revise_then_confirm_pause_resume_cancel(live_serv
     assert "每天 8 点前" in (workspace / "archives/chat-1/PLAN.md").read_text(encoding="utf-8")
     # The run that wrote revision 2 does not confirm it either.
     again = run_plan(url, run_2, "confirm", task, "--revision", "2", "--message", "确认")
-    assert again.error()["message"].startswith("F1:")
+    assert _error(again)["message"].startswith("F1:")
 
     run_3 = agent_key("run-3")
     stale = run_plan(url, run_3, "confirm", task, "--revision", "1", "--message", "确认")
-    assert stale.error()["message"].startswith("D-C3:")
+    assert _error(stale)["message"].startswith("D-C3:")
     yes = run_plan(url, run_3, "confirm", task, "--revision", "2", "--message", "按这个建 Cron")
     assert yes.code == 0, yes
     assert yes.json["plan"]["job"]["schedule"]["expr"] == "0 8 * * *"
@@ -268,7 +244,7 @@ def test_the_clarification_check_fails_and_passes(live_server):
 )
 def test_a_bad_schedule_is_refused_naming_the_rule(live_server, workspace, schedule, rule):
     refused = run_plan(live_server.url, agent_key("run-1"), "propose", *PROPOSAL, *schedule)
-    error = refused.error()
+    error = _error(refused)
     assert error["code"] == "INVALID_REQUEST" and rule in error["message"], error
     assert not (workspace / "archives").exists()
 
@@ -288,7 +264,7 @@ def test_a_blocked_write_is_relayed_as_the_archive_receipt(live_server, workspac
         "--turn-id",
         "turn-1",
     )
-    assert blocked.error()["code"] == "BLOCKED"
+    assert _error(blocked)["code"] == "BLOCKED"
     assert blocked.stderr.startswith("ARCHIVE_STATUS: BLOCKED\nARCHIVE_REASON: ")
     assert not (workspace / "archives").exists()
 
