@@ -104,12 +104,7 @@ def task_named(name: str, confined_to: str | None = None) -> LongTask:
         else None
     )
     if task is None:
-        raise LongrunError(
-            exit_code=EXIT_ACTION,
-            body=f"task not found: {name}",
-            field="task",
-            rule="must name a tracked long task",
-        )
+        raise reports.task_not_found(name)
     return task
 
 

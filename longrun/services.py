@@ -193,15 +193,6 @@ def _state(value: object) -> str:
     return str(value)
 
 
-def _not_found(name: str) -> LongrunError:
-    return LongrunError(
-        exit_code=EXIT_ACTION,
-        body=f"task not found: {name}",
-        field="task",
-        rule="must name a tracked long task",
-    )
-
-
 def _lock_conflict(key: str, holder: str, requested: str, *, with_ok: bool) -> LongrunError:
     body: dict[str, Any] = {"ok": False} if with_ok else {}
     body |= {
@@ -429,7 +420,7 @@ def _set(
     if task is not None and confined_to is not None and task.origin_session_key != confined_to:
         # Checked on the locked row: a first `set` of the name by another session
         # that won the insert is found here on the retry, never taken over.
-        raise _not_found(name)
+        raise reports.task_not_found(name)
     if task is not None and task.state == DONE and state != DONE and not reopen:
         raise _reopen_required(name, state)
     key = key or (task.origin_session_key if task is not None else "")
@@ -529,7 +520,7 @@ def task_state_mark(*, name: str, state: str, note: str, by: str, now: datetime)
     with transaction.atomic():
         task = _locked(name)
         if task is None:
-            raise _not_found(name)
+            raise reports.task_not_found(name)
         if task.state == DONE and state != DONE:
             raise _reopen_required(name, state)
         if task.state != state:
@@ -706,7 +697,7 @@ def _report(
             found = sql.select_versioned(LongTask, _LIVE_NAMED, [name])
             task, version = found if found is not None else (None, "")
             if task is None or not _own(task, confined_to):
-                raise _not_found(name)
+                raise reports.task_not_found(name)
             try:
                 fields, event = change(task, False)
             except _NeedsLock:
@@ -723,7 +714,7 @@ def _report(
     with transaction.atomic():
         locked = _locked(name, confined_to)
         if locked is None:
-            raise _not_found(name)
+            raise reports.task_not_found(name)
         fields, event = change(locked, True)
         _log(locked, **event)
         _save(locked, rules, fields)
@@ -874,7 +865,7 @@ def lock_acquire(
             raise _lock_conflict(key, lock.task.name, name, with_ok=True)
         if task is None:
             # A lock always names a task of the store (the original could name any string).
-            raise _not_found(name)
+            raise reports.task_not_found(name)
         _take_lock(task, key, lock, now, with_ok=True)
     return Answer(EXIT_OK, {"ok": True, "origin_session_key": key, "task": name})
 
@@ -900,7 +891,7 @@ def task_clear(*, name: str, confined_to: str | None = None) -> Answer:
     with transaction.atomic():
         task = _locked(name, confined_to)
         if task is None:
-            raise _not_found(name)
+            raise reports.task_not_found(name)
         task.delete()
     logger.info("long task %r cleared", name)
     return Answer(EXIT_OK, f"cleared: {name}")

@@ -67,6 +67,7 @@ __all__ = [
     "sessions_send_payload",
     "start_validation",
     "start_validation_not_found",
+    "task_not_found",
     "task_record",
     "watchdog_payload",
     "watchdog_summary",
@@ -133,6 +134,16 @@ def list_line(task: TaskFacts, zone: tzinfo) -> str:
 def error_item(name: str, error: str) -> dict[str, str]:
     """A task a run could not handle, reported beside the others (D-B5)."""
     return {"task": name, "error": error}
+
+
+def task_not_found(name: str) -> LongrunError:
+    """The original's refusal of a name it does not track (exit 1)."""
+    return LongrunError(
+        exit_code=EXIT_ACTION,
+        body=f"task not found: {name}",
+        field="task",
+        rule="must name a tracked long task",
+    )
 
 
 def missing_key_error(name: str) -> LongrunError:
