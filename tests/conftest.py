@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -59,6 +60,14 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def csrf_token(client: Client, page_url: str) -> str:
+    """The CSRF token of the form an admin page carries, as a browser would post it."""
+    page = client.get(page_url).content.decode()
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page)
+    assert token, f"{page_url} carries a CSRF token"
+    return token.group(1)
 
 
 @dataclasses.dataclass

@@ -13,6 +13,7 @@ from django.test import Client
 
 from longrun import services
 from longrun.models import LongTask, SessionLock, Transition
+from tests.conftest import csrf_token
 from tests.longrun.conftest import K2, K, at, push_channels, task_set
 
 pytestmark = pytest.mark.django_db
@@ -60,15 +61,8 @@ def _rows(page: str) -> dict[str, str]:
     return rows
 
 
-def _csrf(client: Client, task: LongTask) -> str:
-    page = client.get(_page(task)).content.decode()
-    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page)
-    assert token, "the task's page carries a CSRF token"
-    return token.group(1)
-
-
 def _mark(client: Client, task: LongTask, state: str, **data: Any) -> Any:
-    data["csrfmiddlewaretoken"] = _csrf(client, task)
+    data["csrfmiddlewaretoken"] = csrf_token(client, _page(task))
     return client.post(f"/admin/longrun/longtask/{task.pk}/mark-{state}/", data, follow=True)
 
 

@@ -20,6 +20,7 @@ from plans.planfile import parse_plan_file
 from plans.policies import display_status
 from plans.review import MAX_OUTPUTS, run_outputs
 from plans.services import entry_confirm, entry_revise, run_record_delivery
+from tests.conftest import csrf_token
 from tests.plans.conftest import ARCHIVE_ID, later
 
 pytestmark = pytest.mark.django_db
@@ -66,15 +67,8 @@ def viewer(db: None) -> Client:
     return client
 
 
-def _csrf(client: Client, entry: Entry) -> str:
-    page = client.get(_review(entry)).content.decode()
-    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page)
-    assert token, "the review page carries a CSRF token"
-    return token.group(1)
-
-
 def _post(client: Client, entry: Entry, action: str, **data: Any) -> Any:
-    data["csrfmiddlewaretoken"] = _csrf(client, entry)
+    data["csrfmiddlewaretoken"] = csrf_token(client, _review(entry))
     return client.post(_action(entry, action), data, follow=True)
 
 
@@ -293,7 +287,7 @@ def test_confirming_creates_the_job_and_shows_its_next_run(propose, browser, rev
 
 def test_a_stale_page_cannot_confirm_a_newer_revision(propose, browser):
     entry = propose()
-    token = _csrf(browser, entry)  # the page shows revision 1
+    token = csrf_token(browser, _review(entry))  # the page shows revision 1
     entry_revise(
         task_id=str(entry.task_id),
         changes={"objective": "改了目标"},
@@ -492,7 +486,7 @@ def test_the_review_page_is_in_chinese(propose, browser, reviewer):
     entry = _confirmed(propose, reviewer)
     browser.post(
         "/admin/language/",
-        {"language": "zh-hans", "next": "/admin/", "csrfmiddlewaretoken": _csrf(browser, entry)},
+        {"language": "zh-hans", "next": "/admin/", "csrfmiddlewaretoken": csrf_token(browser, _review(entry))},
     )
     page = browser.get(_review(entry)).content.decode()
     for text in (
