@@ -38,3 +38,21 @@ def page() -> Iterator[Any]:
         yield context.new_page()
         context.close()
         browser.close()
+
+
+# A phone's viewport: the pages must fit it without sideways scrolling.
+PHONE = {"width": 390, "height": 844}
+
+
+def sign_in(page: Any, base: str, username: str, password: str) -> None:
+    """Sign in through the admin's login form and wait for the landing page."""
+    page.goto(f"{base}/admin/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("input[type=submit]")
+    page.locator("#xworkmate-landing").wait_for()
+
+
+def page_width(page: Any) -> int:
+    """How wide the page's content is (wider than the viewport: it scrolls sideways)."""
+    return int(page.evaluate("document.documentElement.scrollWidth"))

@@ -9,8 +9,8 @@ from django.utils import timezone
 
 from longrun import services
 from longrun.models import LongTask, Transition
+from tests.browser.conftest import PHONE, page_width, sign_in
 
-PHONE = {"width": 390, "height": 844}
 REGISTER = {
     "session": "迁移会话",
     "goal": "确认表结构",
@@ -20,18 +20,6 @@ REGISTER = {
     "note": "读取迁移日志",
     "by": "agent",
 }
-
-
-def _sign_in(page, base, username, password):
-    page.goto(f"{base}/admin/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", password)
-    page.click("input[type=submit]")
-    page.locator("#xworkmate-landing").wait_for()
-
-
-def _page_width(page) -> int:
-    return int(page.evaluate("document.documentElement.scrollWidth"))
 
 
 def test_it_shows_the_board_overdue_first_and_ends_a_run_from_the_task_page(
@@ -46,7 +34,7 @@ def test_it_shows_the_board_overdue_first_and_ends_a_run_from_the_task_page(
     services.task_progress_record(name="迁移数据库", outcome="failed", error="gateway 502",
                                   by="agent", now=now - timedelta(minutes=5))
     User.objects.create_superuser("olga", "", "olga-pw-2026")
-    _sign_in(page, live_server.url, "olga", "olga-pw-2026")
+    sign_in(page, live_server.url, "olga", "olga-pw-2026")
 
     page.click("a[href='/admin/longrun/longtask/']")
     page.locator("#longrun-board-note").wait_for()
@@ -67,7 +55,7 @@ def test_it_shows_the_board_overdue_first_and_ends_a_run_from_the_task_page(
     assert page.locator("#task-locks").inner_text() == "agent:main:a"
 
     page.set_viewport_size(PHONE)
-    assert _page_width(page) <= PHONE["width"]
+    assert page_width(page) <= PHONE["width"]
     page.fill("#mark-blocked-note", "缺数据库权限，已请用户授权")
     page.click("#mark-blocked-form input[type=submit]")
     page.locator(".messagelist").wait_for()

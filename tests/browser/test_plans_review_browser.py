@@ -9,11 +9,11 @@ from typing import Any
 
 from django.contrib.auth.models import User
 
+from tests.browser.conftest import PHONE, page_width, sign_in
 from tests.conftest import ROOT, configure
 from xworkmate.services import api_key_create
 
 ARTIFACTS = ROOT / "tests" / "artifacts"
-PHONE = {"width": 390, "height": 844}
 SESSION = "agent:ops:user:u-1:direct:chat-1"
 
 
@@ -27,18 +27,6 @@ def _api(base: str, token: str, path: str, body: dict[str, Any]) -> dict[str, An
     with urllib.request.urlopen(request, timeout=10) as response:
         answer: dict[str, Any] = json.loads(response.read())
     return answer
-
-
-def _sign_in(page: Any, base: str, username: str, password: str) -> None:
-    page.goto(f"{base}/admin/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", password)
-    page.click("input[type=submit]")
-    page.locator("#xworkmate-landing").wait_for()
-
-
-def _page_width(page: Any) -> int:
-    return int(page.evaluate("document.documentElement.scrollWidth"))
 
 
 def test_it_reviews_and_confirms_a_proposed_plan_also_at_phone_width(
@@ -71,7 +59,7 @@ def test_it_reviews_and_confirms_a_proposed_plan_also_at_phone_width(
     assert revised["revision"]["number"] == 2
 
     User.objects.create_superuser("erin", "", "erin-pw-2026")
-    _sign_in(page, live_server.url, "erin", "erin-pw-2026")
+    sign_in(page, live_server.url, "erin", "erin-pw-2026")
     page.goto(revised["reviewUrl"])
 
     diff = page.locator("#plan-diff").inner_text()
@@ -86,7 +74,7 @@ def test_it_reviews_and_confirms_a_proposed_plan_also_at_phone_width(
     assert '"sessionTarget": "isolated"' in page.locator("#proposed-job").inner_text()
 
     page.set_viewport_size(PHONE)
-    assert _page_width(page) <= PHONE["width"]
+    assert page_width(page) <= PHONE["width"]
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "plans-review.png"), full_page=True)
 
@@ -96,7 +84,7 @@ def test_it_reviews_and_confirms_a_proposed_plan_also_at_phone_width(
     assert "09:00:00 CST" in page.locator("#job-next-run").inner_text()
     assert page.locator("#plan-job-status").inner_text() == "pending"
     assert page.locator("#confirm-form").count() == 0
-    assert _page_width(page) <= PHONE["width"]
+    assert page_width(page) <= PHONE["width"]
     page.screenshot(path=str(ARTIFACTS / "plans-review-confirmed.png"), full_page=True)
 
     listing = f"{live_server.url}/admin/plans/entry/"

@@ -4,18 +4,12 @@ from __future__ import annotations
 
 from django.contrib.auth.models import User
 
-
-def _sign_in(page, base, username, password):
-    page.goto(f"{base}/admin/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", password)
-    page.click("input[type=submit]")
-    page.locator("#xworkmate-landing").wait_for()
+from tests.browser.conftest import sign_in
 
 
 def test_it_previews_a_schedule_from_the_landing_page(live_server, page, transactional_db, tmp_path):
     User.objects.create_superuser("dana", "", "dana-pw-2026")
-    _sign_in(page, live_server.url, "dana", "dana-pw-2026")
+    sign_in(page, live_server.url, "dana", "dana-pw-2026")
     page.click("a[href='/admin/plans/schedule-preview/']")
     page.select_option("#id_kind", "cron")
     page.fill("#id_expr", "30 2 * * 1-5")
