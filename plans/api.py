@@ -714,7 +714,15 @@ class _UserMessageApi(_PlansView):
     class InputSerializer(_UserMessage):
         pass
 
-    def _relay(self, entry: Entry, params: dict[str, Any], *, turn: str, who: str) -> None:
+    def _relay(
+        self,
+        entry: Entry,
+        params: dict[str, Any],
+        *,
+        turn: str,
+        who: str,
+        agent_key_issued_at: datetime | None,
+    ) -> None:
         raise NotImplementedError
 
     def post(self, request: Request, task_id: str) -> Response:
@@ -723,7 +731,15 @@ class _UserMessageApi(_PlansView):
         data.is_valid(raise_exception=True)
         params = data.validated_data
         turn = _caller_turn(request, params.get("turnId", ""))
-        self._relay(entry, params, turn=turn, who=_who(request))
+        key = request_key(request)
+        self._relay(
+            entry,
+            params,
+            turn=turn,
+            who=_who(request),
+            # An agent key's run began when the bridge issued it (D-C18).
+            agent_key_issued_at=key.created_at if key is not None and key.is_bound else None,
+        )
         return Response({"plan": _plan_answer(request, entry)})
 
 
@@ -741,13 +757,22 @@ def _message_schema(
 
 
 class ConfirmPlanApi(_UserMessageApi):
-    def _relay(self, entry: Entry, params: dict[str, Any], *, turn: str, who: str) -> None:
+    def _relay(
+        self,
+        entry: Entry,
+        params: dict[str, Any],
+        *,
+        turn: str,
+        who: str,
+        agent_key_issued_at: datetime | None,
+    ) -> None:
         entry_confirm(
             task_id=str(entry.task_id),
             revision=params["revision"],
             message=params["message"],
             turn_id=turn,
             relayed_by=who,
+            agent_key_issued_at=agent_key_issued_at,
             now=timezone.now(),
         )
 
@@ -764,7 +789,15 @@ class ConfirmPlanApi(_UserMessageApi):
 
 
 class RequestChangesApi(_UserMessageApi):
-    def _relay(self, entry: Entry, params: dict[str, Any], *, turn: str, who: str) -> None:
+    def _relay(
+        self,
+        entry: Entry,
+        params: dict[str, Any],
+        *,
+        turn: str,
+        who: str,
+        agent_key_issued_at: datetime | None,
+    ) -> None:
         entry_request_changes(
             task_id=str(entry.task_id),
             revision=params["revision"],

@@ -190,6 +190,15 @@ class Confirmation(models.Model):
     )
     # Over the API: the key that relayed the user's message (its name; keys may go).
     relayed_by = models.CharField(_("relayed by"), max_length=200, blank=True)
+    # D-C18, copied when confirming so the table can refuse what the service must:
+    # the revision's number and whether its author is known (written over the API
+    # by a named turn), the newest revision the confirming turn had seen recorded
+    # when this plan first saw it (None: never seen before), and whether an agent
+    # key relayed it.
+    revision_number = models.PositiveIntegerField(_("revision number"))
+    revision_author_known = models.BooleanField(_("revision's author known"))
+    turn_seen_after = models.PositiveIntegerField(_("turn first seen after"), null=True)
+    by_agent = models.BooleanField(_("relayed by an agent key"), default=False)
     confirmed_at = models.DateTimeField(_("confirmed at"), default=timezone.now)
 
     class Meta:
@@ -205,6 +214,19 @@ class Confirmation(models.Model):
                 condition=Q(turn_id="") | ~Q(turn_id=F("revision_turn_id")),
                 name="plans_confirmation_not_in_the_writing_turn",
             ),
+            # D-C18: over the API, a turn the plan first saw after the revision was
+            # recorded (or never saw)...
+            models.CheckConstraint(
+                condition=Q(how="admin")
+                | Q(turn_seen_after__isnull=True)
+                | Q(turn_seen_after__gte=F("revision_number")),
+                name="plans_confirmation_from_a_later_turn",
+            ),
+            # ...and a revision found on disk is never confirmed by an agent key.
+            models.CheckConstraint(
+                condition=Q(how="admin") | Q(revision_author_known=True) | Q(by_agent=False),
+                name="plans_confirmation_disk_revision_not_by_an_agent",
+            ),
             # Over the API the user's message and its turn are required; in the
             # admin, the signed-in person.
             models.CheckConstraint(
@@ -216,6 +238,53 @@ class Confirmation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.entry} r{self.revision.number} ({self.how})"
+
+
+class Turn(models.Model):
+    """A conversation turn this plan has seen, and after which revision (D-C18).
+
+    A turn may confirm only revisions recorded before it first appeared: its
+    `seen_after` is the number of the plan's newest revision at that moment,
+    not counting the revision it wrote itself. A writer of revision n has
+    `seen_after` n-1, so it can never confirm n or anything later; a turn that
+    confirmed or asked to change revision n has n, so a revise to n+1 leaves it
+    unable to confirm again. A call whose turn noticed an edit on disk is
+    presumed to be its writer (agents can write their workspace).
+    """
+
+    PROPOSER = "proposer"
+    WRITER = "writer"
+    DISK_WRITER = "disk-writer"
+    CONFIRMER = "confirmer"
+    CHANGE_REQUESTER = "change-requester"
+    ROLES = (
+        (PROPOSER, _("proposer")),
+        (WRITER, _("writer")),
+        (DISK_WRITER, _("presumed writer of an edit on disk")),
+        (CONFIRMER, _("confirmer")),
+        (CHANGE_REQUESTER, _("change requester")),
+    )
+
+    plan = models.ForeignKey(
+        Plan, on_delete=models.CASCADE, related_name="turns", verbose_name=_("plan")
+    )
+    turn_id = models.CharField(_("turn"), max_length=ID_MAX_LENGTH)
+    role = models.CharField(_("first seen as"), max_length=20, choices=ROLES)
+    revision_number = models.PositiveIntegerField(_("of revision"))
+    seen_after = models.PositiveIntegerField(_("first seen after revision"))
+    seen_at = models.DateTimeField(_("first seen at"), default=timezone.now)
+
+    class Meta:
+        verbose_name = _("turn")
+        verbose_name_plural = _("turns")
+        ordering = ("plan", "seen_after", "id")
+        constraints = [
+            models.UniqueConstraint(fields=["plan", "turn_id"], name="plans_turn_once"),
+            models.CheckConstraint(condition=~Q(turn_id=""), name="plans_turn_named"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.plan} {self.turn_id} ({self.role} of r{self.revision_number})"
 
 
 class ChangeRequest(models.Model):

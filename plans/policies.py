@@ -23,6 +23,7 @@ __all__ = [
     "CatchUp",
     "ConfirmationVerdict",
     "JobOutcome",
+    "SeenTurn",
     "catch_up",
     "clarification_problems",
     "confirmation_verdict",
@@ -32,6 +33,7 @@ __all__ = [
     "job_next_run_ms",
     "job_outcome",
     "job_shape_problems",
+    "later_turn_problem",
     "message_problem",
     "normalise_message",
 ]
@@ -104,6 +106,58 @@ def confirmation_verdict(
         "F2/F3: not an explicit confirmation; the message must be one of "
         "plans.confirmation_phrases (e.g. 确认)"
     )
+
+
+# How a refusal names the role a turn had when the plan first saw it (plans.Turn.ROLES).
+_ROLE_WORDS = {"disk-writer": "presumed writer", "change-requester": "change requester"}
+
+
+@dataclass(frozen=True)
+class SeenTurn:
+    """What a plan knows of a turn: as what, of which revision, it first saw it (D-C18)."""
+
+    role: str
+    revision_number: int
+    seen_after: int
+
+
+def later_turn_problem(
+    *,
+    turn: str,
+    seen: SeenTurn | None,
+    revision_number: int,
+    author_known: bool,
+    by_agent: bool,
+    agent_key_issued_before_revision: bool,
+) -> str | None:
+    """Why `turn` may not confirm revision `revision_number`; None when it may (D-C18).
+
+    A confirmation must come from a turn later than the revision: one the plan
+    first saw only after the revision was recorded, or never saw. A revision
+    whose author is unknown (found on disk) is presumed to be the agent's own
+    work, since agents write their workspace: no agent key confirms it. An
+    agent key's turn is its run (D-C14), and a key issued before the revision
+    was recorded belongs to an earlier run.
+    """
+    if by_agent and not author_known:
+        return (
+            f"D-C18: revision {revision_number} was read from PLAN.md on disk and its author "
+            "is unknown; an agent key cannot confirm it: a person confirms it in the admin, "
+            "or the bridge relays the user's answer from a later turn"
+        )
+    if seen is not None and seen.seen_after < revision_number:
+        role = _ROLE_WORDS.get(seen.role, seen.role)
+        return (
+            f"D-C18: turn {turn} cannot confirm revision {revision_number}: this plan saw it "
+            f"before that revision was recorded (as the {role} of revision "
+            f"{seen.revision_number}); the user confirms in a later turn"
+        )
+    if agent_key_issued_before_revision:
+        return (
+            f"D-C18: this agent key was issued before revision {revision_number} was recorded, "
+            "so it speaks for an earlier turn; the user confirms in a later run"
+        )
+    return None
 
 
 # --- the vague-request rule (§2.2) -------------------------------------------------------

@@ -45,6 +45,7 @@ from plans.models import (
     Plan,
     Revision,
     Run,
+    Turn,
 )
 from plans.planfile import Entry as FileEntry
 from plans.planfile import (
@@ -64,12 +65,14 @@ from plans.planfile import (
 from plans.planfile.entry import ROLE_SUFFIX
 from plans.policies import (
     STUCK_RUNNING_MS,
+    SeenTurn,
     catch_up,
     confirmation_verdict,
     first_instruction,
     job_next_run_ms,
     job_outcome,
     job_shape_problems,
+    later_turn_problem,
     message_problem,
 )
 from plans.schedule import ScheduleError, resolve_stagger_ms, validate_schedule
@@ -313,7 +316,7 @@ def _record_revision(
 
 
 def _write(
-    plan: Plan, text: str, *, turn_id: str, written_by: str, now: datetime
+    plan: Plan, text: str, *, turn_id: str, written_by: str, now: datetime, role: str = Turn.WRITER
 ) -> tuple[Revision, list[str]]:
     """Write PLAN.md (validated, atomic, read back), then record it as a revision."""
     try:
@@ -322,9 +325,53 @@ def _write(
         raise PlanBlockedError(str(exc)) from exc
     except PlanFileError as exc:
         raise PlanError(str(exc)) from exc
-    return _record_revision(
+    revision, changed = _record_revision(
         plan, text, source=Revision.API, turn_id=turn_id, written_by=written_by, now=now
     )
+    _saw_writer(plan, turn_id, revision, role=role, now=now)
+    return revision, changed
+
+
+def _saw(
+    plan: Plan, turn_id: str, *, role: str, revision_number: int, seen_after: int, now: datetime
+) -> None:
+    """Remember that this plan has seen `turn_id`, unless it had already (D-C18).
+
+    Only the first sighting counts: it is the earliest revision the turn can
+    have known, so a later role never makes the turn "later" than it was.
+    """
+    if not turn_id:
+        return
+    Turn.objects.bulk_create(
+        [
+            Turn(
+                plan=plan,
+                turn_id=turn_id,
+                role=role,
+                revision_number=revision_number,
+                seen_after=seen_after,
+                seen_at=now,
+            )
+        ],
+        ignore_conflicts=True,
+    )
+
+
+def _saw_writer(plan: Plan, turn_id: str, revision: Revision, *, role: str, now: datetime) -> None:
+    # The writer of revision n knew n-1 at most: it never counts as later than n.
+    _saw(
+        plan,
+        turn_id,
+        role=role,
+        revision_number=revision.number,
+        seen_after=revision.number - 1,
+        now=now,
+    )
+
+
+def _newest_number(plan: Plan) -> int:
+    number: int | None = plan.revisions.aggregate(last=Max("number"))["last"]
+    return number or 0
 
 
 def _disk_text(plan: Plan) -> str | None:
@@ -344,11 +391,13 @@ class _DiskProblem(PlanError):
         self.problem = problem
 
 
-def _sync_from_disk(plan: Plan, *, now: datetime) -> str:
+def _sync_from_disk(plan: Plan, *, now: datetime, turn_id: str = "") -> str:
     """The plan's current text; a hand edit not yet recorded becomes a revision first.
 
     Called with the Plan row locked. A file that does not verify is reported on
-    the plan (line and rule) and refused: nothing is applied from it.
+    the plan (line and rule) and refused: nothing is applied from it. The edit's
+    author is unknown; the call's turn (`turn_id`), which noticed it, is presumed
+    to have made it, since an agent can write its workspace (D-C18).
     """
     last = _last_revision(plan)
     text = _disk_text(plan)
@@ -367,8 +416,30 @@ def _sync_from_disk(plan: Plan, *, now: datetime) -> str:
     revision, changed = _record_revision(
         plan, text, source=Revision.FILE, turn_id="", written_by="PLAN.md on disk", now=now
     )
+    _saw_writer(plan, turn_id, revision, role=Turn.DISK_WRITER, now=now)
     _apply_file_revision(plan, revision, changed, now=now)
     return text
+
+
+def _sync_plan(archive_id: str, *, now: datetime, turn_id: str = "") -> bool:
+    """Record an edit of this PLAN.md on disk in a transaction of its own; whether one was.
+
+    Committed on its own, so a call that is refused afterwards (a confirmation
+    of the revision the edit replaced) still leaves the edit recorded. A file
+    that does not verify is noted on the plan and refused (`_DiskProblem`).
+    """
+    try:
+        with transaction.atomic():
+            plan = _locked_plan(archive_id)
+            if plan is None:
+                plan = Plan.objects.create(archive_id=archive_id, agent_id="", created_at=now)
+            before = _newest_number(plan)
+            _sync_from_disk(plan, now=now, turn_id=turn_id)
+            return _newest_number(plan) != before
+    except _DiskProblem as exc:
+        # Recorded after the rollback: the plan shows why its file is not applied.
+        Plan.objects.filter(archive_id=archive_id).update(problem=exc.problem)
+        raise
 
 
 def _apply_file_revision(
@@ -459,12 +530,14 @@ def plan_propose(
             raise PlanError("plan: changed concurrently, try again")
         if plan.session_key and plan.session_key != session_key:
             raise PlanGateError("sessionKey: this ARCHIVE_ID's PLAN.md belongs to another session")
-        current = _sync_from_disk(plan, now=now)
+        current = _sync_from_disk(plan, now=now, turn_id=turn_id)
         try:
             text = append_entry(current, file_entry, archive_id=archive_id)
         except PlanFileError as exc:
             raise PlanError(str(exc)) from exc
-        revision, _ = _write(plan, text, turn_id=turn_id, written_by=written_by, now=now)
+        revision, _ = _write(
+            plan, text, turn_id=turn_id, written_by=written_by, now=now, role=Turn.PROPOSER
+        )
         return Entry.objects.create(
             task_id=task_id,
             plan=plan,
@@ -516,7 +589,7 @@ def entry_revise(
         plan, entry = _locked_plan_and_entry(task_id)
         if entry.state == Entry.REMOVED:
             raise PlanGateError("state: the plan is cancelled; propose a new one")
-        current = _sync_from_disk(plan, now=now)
+        current = _sync_from_disk(plan, now=now, turn_id=turn_id)
         entry.refresh_from_db()
         parsed = {item.entry.task_id: item.entry for item in parse_plan_file(current)}
         old = parsed.get(str(entry.task_id))
@@ -604,23 +677,30 @@ def entry_confirm(
     message: str = "",
     turn_id: str = "",
     relayed_by: str = "",
+    agent_key_issued_at: datetime | None = None,
 ) -> Job:
     """Confirm revision `revision` of an entry, then create or move its job (§2.3 6-7).
 
     Either a signed-in person with the plans permission (`user`, the admin's
     "Confirm revision k") or the user's own `message` from turn `turn_id`,
-    relayed over the API and judged by the whitelist and the rules of §2.4.
-    Refused, naming the rule: a revision that is not the entry's current one
-    (D-C3), the writing turn (F1), anything but an explicit confirmation
-    (F2, F3), an entry that is blocked or cancelled, a second confirmation.
+    relayed over the API and judged by the whitelist and the rules of §2.4;
+    `agent_key_issued_at` is set when an agent key relays it (its run's start).
+    PLAN.md on disk is looked at first: an edit there is recorded as a revision
+    of unknown author before anything is judged, so what is confirmed is what
+    the file says. Refused, naming the rule: a revision that is not the entry's
+    current one (D-C3), the writing turn (F1), a turn the plan saw before the
+    revision, or an agent key for a revision found on disk (D-C18), anything but
+    an explicit confirmation (F2, F3), an entry that is blocked or cancelled, a
+    second confirmation.
     """
     person = _person(user)
     if user is not None and person is None:
         raise PlanGateError("D-C5: only a signed-in person with the plans permission confirms")
+    by_agent = person is None and agent_key_issued_at is not None
+    found = _entry(task_id)
+    _sync_plan(found.plan.archive_id, now=now, turn_id="" if person else turn_id)
     with transaction.atomic():
-        entry = (
-            Entry.objects.select_for_update().get(pk=_entry(task_id).pk)
-        )
+        entry = Entry.objects.select_for_update().get(pk=found.pk)
         current = entry.revision
         if revision != current.number:
             raise PlanGateError(
@@ -638,6 +718,8 @@ def entry_confirm(
                 "schedule: this entry was found on disk without a schedule; "
                 "revise it with one over the API first"
             )
+        author_known = current.source == Revision.API and bool(current.turn_id)
+        seen: Turn | None = None
         if person is None:
             verdict = confirmation_verdict(
                 message=message,
@@ -649,6 +731,19 @@ def entry_confirm(
             )
             if not verdict.confirmed:
                 raise PlanGateError(verdict.rule)
+            seen = Turn.objects.filter(plan_id=entry.plan_id, turn_id=turn_id).first()
+            problem = later_turn_problem(
+                turn=turn_id,
+                seen=SeenTurn(seen.role, seen.revision_number, seen.seen_after) if seen else None,
+                revision_number=current.number,
+                author_known=author_known,
+                by_agent=by_agent,
+                agent_key_issued_before_revision=(
+                    agent_key_issued_at is not None and agent_key_issued_at <= current.written_at
+                ),
+            )
+            if problem:
+                raise PlanGateError(problem)
         try:
             with transaction.atomic():
                 confirmation = Confirmation.objects.create(
@@ -656,6 +751,10 @@ def entry_confirm(
                     revision=current,
                     revision_sha256=current.sha256,
                     revision_turn_id=current.turn_id,
+                    revision_number=current.number,
+                    revision_author_known=author_known,
+                    turn_seen_after=seen.seen_after if seen else None,
+                    by_agent=by_agent,
                     how=Confirmation.ADMIN if person else Confirmation.API,
                     turn_id="" if person else turn_id,
                     message="" if person else message,
@@ -665,6 +764,15 @@ def entry_confirm(
                 )
         except IntegrityError as exc:
             raise PlanGateError(f"revision {current.number} is already confirmed") from exc
+        if person is None:
+            _saw(
+                entry.plan,
+                turn_id,
+                role=Turn.CONFIRMER,
+                revision_number=current.number,
+                seen_after=_newest_number(entry.plan),
+                now=now,
+            )
         job = _job_for(entry, confirmation, now=now)
         entry.confirmed_revision = current
         entry.state = Entry.SCHEDULED if job.enabled else Entry.PAUSED
@@ -777,6 +885,15 @@ def entry_request_changes(
             relayed_by=relayed_by[:200],
             requested_at=now,
         )
+        if person is None:
+            _saw(
+                entry.plan,
+                turn_id,
+                role=Turn.CHANGE_REQUESTER,
+                revision_number=entry.revision.number,
+                seen_after=_newest_number(entry.plan),
+                now=now,
+            )
         entry.state = Entry.REVISING
         entry.updated_at = now
         entry.save(update_fields=["state", "updated_at"])
@@ -843,7 +960,7 @@ def entry_cancel(*, task_id: str, turn_id: str, written_by: str, now: datetime) 
         plan, entry = _locked_plan_and_entry(task_id)
         if entry.state == Entry.REMOVED:
             return entry
-        current = _sync_from_disk(plan, now=now)
+        current = _sync_from_disk(plan, now=now, turn_id=turn_id)
         entry.refresh_from_db()
         parsed = {item.entry.task_id: item.entry for item in parse_plan_file(current)}
         old = parsed.get(str(entry.task_id))
@@ -1151,23 +1268,16 @@ def _archive_dirs(workspace: Path) -> list[str]:
 def plans_reconcile(*, now: datetime) -> ReconcileReport:
     """Compare every PLAN.md with its last recorded revision (the periodic job and
     `manage.py plans reconcile`). A changed file becomes a new revision awaiting
-    confirmation; a file that does not verify is reported, never half-applied."""
+    confirmation, of unknown author (D-C18); a file that does not verify is
+    reported, never half-applied."""
     report = ReconcileReport()
     checked = 0
     for archive_id in _archive_dirs(_workspace()):
         checked += 1
         try:
-            with transaction.atomic():
-                plan = _locked_plan(archive_id)
-                if plan is None:
-                    plan = Plan.objects.create(archive_id=archive_id, agent_id="", created_at=now)
-                before = plan.revisions.aggregate(last=Max("number"))["last"]
-                _sync_from_disk(plan, now=now)
-                if plan.revisions.aggregate(last=Max("number"))["last"] != before:
-                    report.revised.append(archive_id)
+            if _sync_plan(archive_id, now=now):
+                report.revised.append(archive_id)
         except _DiskProblem as exc:
-            # Recorded after the rollback: the plan shows why its file is not applied.
-            Plan.objects.filter(archive_id=archive_id).update(problem=exc.problem)
             report.problems[archive_id] = exc.problem
         except PlanError as exc:
             report.problems[archive_id] = str(exc)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import tempfile
@@ -53,26 +54,41 @@ def _plan_location(workspace: Path, archive_id: str, *, create: bool) -> Path | 
     return root / plan_path(archive_id)
 
 
+_OWN_FILE = "only a plain file of its own is read"
+
+
 def read_plan_file(workspace: Path, archive_id: str) -> str | None:
     """The PLAN.md text, or None when there is none.
 
-    Refused: a symlink or anything but a regular file (a FIFO would block the
-    reader), more than MAX_PLAN_BYTES (a sparse 40 GB file is not read), not UTF-8.
+    Only a plain file of its own is read (D-C19). Refused: a symlink, a hard
+    link (another name of the same file may lie outside the workspace, so its
+    bytes would be another file's), anything but a regular file (a FIFO would
+    block the reader), more than MAX_PLAN_BYTES (a sparse 40 GB file is not
+    read), not UTF-8. What is checked is the opened file itself (fstat), so a
+    swap between a check and the read changes nothing.
     """
     _check_archive_id(archive_id)
     path = _plan_location(workspace, archive_id, create=False)
     if path is None:
         return None
+    name = plan_path(archive_id)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
         return None
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise PlanFileError(f"path: {name} is a symlink; {_OWN_FILE}") from exc
         reason = exc.strerror or type(exc).__name__
-        raise PlanFileError(f"path: {plan_path(archive_id)} cannot be read ({reason})") from exc
+        raise PlanFileError(f"path: {name} cannot be read ({reason})") from exc
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise PlanFileError(f"path: {plan_path(archive_id)} is not a regular file")
+        status = os.fstat(handle.fileno())
+        if not stat.S_ISREG(status.st_mode):
+            raise PlanFileError(f"path: {name} is not a regular file; {_OWN_FILE}")
+        if status.st_nlink > 1:
+            raise PlanFileError(
+                f"path: {name} is a hard link ({status.st_nlink} names for one file); {_OWN_FILE}"
+            )
         data = handle.read(MAX_PLAN_BYTES + 1)
     if len(data) > MAX_PLAN_BYTES:
         raise PlanFileError(f"path: {plan_path(archive_id)} is larger than {MAX_PLAN_BYTES} bytes")

@@ -41,6 +41,7 @@ def _confirmation(entry: Entry, revision: Revision, **fields) -> Confirmation:
     values = {
         "how": Confirmation.API, "turn_id": "turn-2", "message": "确认",
         "revision_sha256": revision.sha256, "revision_turn_id": revision.turn_id,
+        "revision_number": revision.number, "revision_author_known": True,
     } | fields
     return Confirmation.objects.create(entry=entry, revision=revision, **values)
 
@@ -73,6 +74,20 @@ def test_no_job_without_a_confirmation(entry):
 def test_no_confirmation_in_the_turn_that_wrote_the_revision(entry, revision):
     _refused(lambda: _confirmation(entry, revision, turn_id="turn-1"))
     assert not Confirmation.objects.exists()
+
+
+def test_it_refuses_a_confirmation_from_a_turn_seen_before_its_revision(entry, revision):
+    # D-C18: the turn was first seen when revision 0 (none) was the newest.
+    _refused(lambda: _confirmation(entry, revision, turn_seen_after=0))
+    assert not Confirmation.objects.exists()
+    assert _confirmation(entry, revision, turn_seen_after=1).turn_seen_after == 1
+
+
+def test_it_refuses_an_agent_keys_confirmation_of_a_revision_found_on_disk(entry, revision):
+    # D-C18: an edit on disk is presumed to be the agent's own.
+    _refused(lambda: _confirmation(entry, revision, revision_author_known=False, by_agent=True))
+    assert not Confirmation.objects.exists()
+    assert _confirmation(entry, revision, revision_author_known=False, by_agent=False).pk
 
 
 def test_a_confirmation_says_who(entry, revision):

@@ -383,7 +383,7 @@ def test_a_sparse_giant_plan_md_is_not_read_and_a_symlinked_one_not_followed(tmp
     secret = tmp_path / "secret.md"
     secret.write_text(EXPECTED_34, encoding="utf-8")
     os.symlink(secret, directory / "PLAN.md")
-    with pytest.raises(PlanFileError, match="cannot be read"):
+    with pytest.raises(PlanFileError, match="is a symlink; only a plain file of its own is read"):
         read_plan_file(tmp_path, ARCHIVE)
     # A symlinked archive directory is not followed on reading either.
     os.unlink(directory / "PLAN.md")
