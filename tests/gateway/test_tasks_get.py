@@ -7,7 +7,9 @@ import logging
 import pytest
 from django.db import DatabaseError
 
-from tests.gateway.conftest import call, native, prepare, tasks_get
+from tests.conftest import ApiClient
+from tests.gateway.conftest import call, db_state, native, prepare, tasks_get
+from xworkmate.services import KeyBinding, api_key_create
 
 NATIVE_ORDER = [
     "success", "status", "taskStatus", "mode", "mapping", "appThreadKey", "openclawSessionKey",
@@ -161,11 +163,38 @@ def test_it_logs_a_failing_native_lookup_and_falls_back(bridge, workspace, monke
     assert "xworkmate native task lookup failed: sessionKey=k error=Error: registry down" in caplog.text
 
 
-def test_numbers_are_accepted_as_lookup_keys(bridge, workspace):
-    """taskState's optionalString: numbers print as JavaScript prints them."""
+def test_numbers_are_accepted_as_task_ids(bridge, workspace):
+    """taskState's optionalString: numbers print as JavaScript prints them (the ids, not the
+    session key: D-A18)."""
     native(bridge, "7", taskId="42", status="queued")
-    payload = tasks_get(bridge, openclawSessionKey=7, taskId=42.0, includeArtifacts=False)
+    payload = tasks_get(bridge, openclawSessionKey="7", taskId=42.0, includeArtifacts=False)
     assert (payload["openclawSessionKey"], payload["taskId"], payload["status"]) == ("7", "42", "running")
+
+
+@pytest.mark.parametrize("key", [7, 7.0, 0, True, False, None, {"k": "7"}, ["7"], []])
+@pytest.mark.parametrize("with_thread", [False, True])
+def test_it_refuses_a_session_key_that_is_not_a_string_naming_the_field(bridge, workspace, key, with_thread):
+    """D-A18: `7` is not the session "7", and null is not "no key"; the lookup reads and
+    writes nothing, whatever else the params would have found."""
+    prepare(bridge, appThreadKey="t", openclawSessionKey="7", runId="r")
+    native(bridge, "7", taskId="r", status="queued")
+    before = db_state()
+    params = {"openclawSessionKey": key, "runId": "r", **({"appThreadKey": "t"} if with_thread else {})}
+    status, body = call(bridge, "xworkmate.tasks.get", params)
+    assert (status, body) == (
+        400,
+        {"ok": False, "error": {"code": "INVALID_REQUEST", "message": "openclawSessionKey must be a string"}},
+    )
+    assert db_state() == before
+
+
+def test_an_agent_key_s_session_key_is_its_own_whatever_it_sends(bridge, workspace):
+    """§13.0 comes first: an agent key's params carry its bound session, so its 7 is never read."""
+    prepare(bridge, appThreadKey="t", openclawSessionKey="k", runId="r")
+    binding = KeyBinding(session_key="k", run_id="r")
+    agent = ApiClient(api_key_create(name="agent", scopes=["gateway:read"], binding=binding)[1])
+    payload = tasks_get(agent, openclawSessionKey=7, runId="r", includeArtifacts=False)
+    assert (payload["openclawSessionKey"], payload["status"]) == ("k", "running")
 
 
 def test_a_deleted_workspace_still_answers_the_recorded_status_with_a_warning(bridge, workspace):

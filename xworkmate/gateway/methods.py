@@ -44,7 +44,9 @@ from artifacts.engine.schema import (
 from artifacts.services import artifact_settings
 from xworkmate.gateway.models import NativeTask, SessionMapping, TaskRun
 from xworkmate.gateway.policies import (
+    SESSION_KEY_NOT_A_STRING,
     app_status_from_task_status,
+    lookup_session_key,
     schema_version_is_one,
     task_string,
 )
@@ -90,7 +92,7 @@ def read_mapping_request(params: Mapping[str, Any]) -> MappingInput:
     if isinstance(raw_key, int | float):
         # The original printed a number as its text, so 7 and "7" named one session
         # and a mapping was written for either; a key is a string (issue 9, bad input).
-        raise GatewayError("openclawSessionKey must be a string")
+        raise GatewayError(SESSION_KEY_NOT_A_STRING)
     session_key = task_string(raw_key)
     if not session_key:
         raise GatewayError("openclawSessionKey required")
@@ -261,7 +263,7 @@ def tasks_get_method(call: GatewayCall) -> dict[str, Any]:
     # a wrong type is refused, never ignored because of what was (not) found.
     check_export_options(params)
     app_thread_key = task_string(params.get("appThreadKey"))
-    explicit_key = task_string(params.get("openclawSessionKey"))
+    explicit_key = lookup_session_key(params)
     run_id = task_string(params.get("runId"))
     if not explicit_key and not app_thread_key:
         return _lookup_error("invalid_lookup", "openclawSessionKey or appThreadKey required")
@@ -548,7 +550,11 @@ _LOOKUP_KEY = (
 TASKS_GET_PARAMS = params_object(
     {
         "appThreadKey": anything(f"{_LOOKUP_KEY}; the session is the thread's mapped one"),
-        "openclawSessionKey": anything(f"{_LOOKUP_KEY}; wins over appThreadKey"),
+        "openclawSessionKey": {
+            "type": "string",
+            "description": "the session to look up, wins over appThreadKey: a string (any "
+            "other value, null included, is refused naming the field, D-A18)",
+        },
         "runId": anything(f"{_LOOKUP_KEY}; without it there is no manifest"),
         "taskId": anything(f"{_LOOKUP_KEY}; the native task's id, default runId"),
         "includeArtifacts": anything("false skips the manifest; any other value keeps it"),

@@ -6,9 +6,10 @@ No database, no clock: callers pass what they read and `now`.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 
+from xworkmate.lib.errors import GatewayError
 from xworkmate.lib.wire import js_trim
 
 MAX_RECORDED_TASK_RUNS = 32  # runs per session tasks.get can see (§2)
@@ -35,6 +36,24 @@ def task_string(value: object) -> str:
     else:
         return ""
     return "" if text == _NIL else text
+
+
+SESSION_KEY_NOT_A_STRING = "openclawSessionKey must be a string"
+
+
+def lookup_session_key(params: Mapping[str, object]) -> str:
+    """tasks.get's `openclawSessionKey`: absent, or a string (D-A18).
+
+    The original read a number or a boolean as its text, so `7` looked up the
+    session "7"; a session key is a name, and only the numeric options keep
+    the original's coercion (D-A8). Anything else, null included, is refused.
+    """
+    if "openclawSessionKey" not in params:
+        return ""
+    value = params["openclawSessionKey"]
+    if not isinstance(value, str):
+        raise GatewayError(SESSION_KEY_NOT_A_STRING)
+    return task_string(value)
 
 
 def hook_string(value: object) -> str:
