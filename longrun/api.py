@@ -61,11 +61,16 @@ from longrun.policies.states import STATES
 from longrun.policies.timing import MAX_THRESHOLD_MINUTES, MAX_THRESHOLD_SECONDS
 from xworkmate.api_errors import error_body
 from xworkmate.auth import HasScope, request_key
+from xworkmate.lib.paging import Page
 from xworkmate.lib.wire import KEY_MAX_LENGTH, NOT_BLANK_PATTERN, js_trim
 from xworkmate.openapi import api_error_responses
+from xworkmate.paging import page_header_parameters, page_headers, page_of, page_parameters
 
 EXIT_CODE_HEADER = "X-Longrun-Exit-Code"
 READ, WRITE = "longrun:read", "longrun:write"
+# The task list, the lock table and the reports that survey every task answer
+# this many tasks at a time (D-K13); the headers say where the next page starts.
+LIST_PAGE, MAX_LIST_PAGE = 100, 500
 
 # A progress interval the stored seconds column holds: each unit at most four
 # digits, and not zero (`0m` is no interval), as longrun.policies.timing reads it.
@@ -196,8 +201,16 @@ def _refusal_status(exc: LongrunError) -> tuple[int, str]:
     return 400, "INVALID_REQUEST"
 
 
-def _answered(answer: Answer) -> Response:
-    return Response(answer.body, headers={EXIT_CODE_HEADER: str(answer.exit_code)})
+def _answered(answer: Answer, page: Page | None = None) -> Response:
+    headers = {EXIT_CODE_HEADER: str(answer.exit_code)}
+    if page is not None and answer.listed is not None:
+        headers |= page_headers(page, *answer.listed)
+    return Response(answer.body, headers=headers)
+
+
+def _page(request: Request) -> Page:
+    """The page of a list or a report: the body stays the script's, the headers page it."""
+    return page_of(request, default=LIST_PAGE, maximum=MAX_LIST_PAGE)
 
 
 def _confined_to(request: Request) -> str | None:
@@ -312,7 +325,7 @@ _WRITE: _Errors = {
     415: "",
 }
 _REPORT: _Errors = {
-    400: "a threshold out of range (named)",
+    400: "a threshold, `limit` or `offset` out of range (named)",
     403: "the key lacks `longrun:read`",
 }
 _EVERY_SESSION: _Errors = {
@@ -361,6 +374,13 @@ _RECORD_SCHEMA: dict[str, Any] = {
 }
 
 
+_PAGED_NOTE = (
+    f" One page at a time (`limit` 1-{MAX_LIST_PAGE}, default {LIST_PAGE}; D-K13): "
+    "`X-Total-Count` says how many there are in all, `X-Next-Offset` the `offset` of the "
+    "next page (absent on the last)."
+)
+
+
 def _document(description: str, required: tuple[str, ...] = ()) -> dict[str, Any]:
     schema: dict[str, Any] = {"type": "object", "description": description}
     if required:
@@ -377,10 +397,17 @@ def _schema(
     request: type[serializers.Serializer[Any]] | None = None,
     query: type[serializers.Serializer[Any]] | None = None,
     description: str = "",
+    paged: bool = False,
 ) -> Callable[[Callable[..., Response]], Callable[..., Response]]:
     parameters: list[Any] = [_EXIT_HEADER_DOC]
     if query is not None:
         parameters.insert(0, query)
+    if paged:
+        parameters += [
+            *page_parameters(default=LIST_PAGE, maximum=MAX_LIST_PAGE),
+            *page_header_parameters(),
+        ]
+        description += _PAGED_NOTE
     return extend_schema(
         operation_id=f"longrun_{operation.replace('-', '_')}",
         summary=summary,
@@ -486,11 +513,14 @@ class TaskListApi(_LongrunView):
             "description": "`no tasks`, or one line per task: "
             "`- <task> | <state> | <session> | next=<next_check> | updated=<updated_at>`",
         },
-        {403: "the key lacks `longrun:read`"},
-        description="Scope: `longrun:read`. An agent key sees its session's tasks.",
+        {400: "`limit` or `offset` out of range (named)", 403: "the key lacks `longrun:read`"},
+        description="Scope: `longrun:read`. An agent key sees its session's tasks. The live "
+        "tasks in creation order.",
+        paged=True,
     )
     def get(self, request: Request) -> Response:
-        return _answered(selectors.tasks_list(confined_to=_confined_to(request)))
+        page = _page(request)
+        return _answered(selectors.tasks_list(confined_to=_confined_to(request), page=page), page)
 
 
 class LocksApi(_LongrunView):
@@ -498,11 +528,14 @@ class LocksApi(_LongrunView):
         "locks",
         "The session locks: session key -> task (task_state.py locks)",
         {"type": "object", "additionalProperties": {"type": "string"}},
-        {403: "the key lacks `longrun:read`"},
-        description="Scope: `longrun:read`. An agent key sees its session's lock.",
+        {400: "`limit` or `offset` out of range (named)", 403: "the key lacks `longrun:read`"},
+        description="Scope: `longrun:read`. An agent key sees its session's lock. The locks "
+        "by session key.",
+        paged=True,
     )
     def get(self, request: Request) -> Response:
-        return _answered(selectors.locks_show(confined_to=_confined_to(request)))
+        page = _page(request)
+        return _answered(selectors.locks_show(confined_to=_confined_to(request), page=page), page)
 
 
 class _ProgressInput(serializers.Serializer[Any]):
@@ -921,7 +954,8 @@ def _span(values: dict[str, Any], name: str, unit: str) -> timedelta | None:
 _REPORT_NOTE = (
     "Scope: `longrun:read`. A read-only report: it describes what is due, nothing is sent "
     "(D-B20). A task it cannot handle is an item of `errors` (D-B5). An agent key sees its "
-    "session's tasks."
+    "session's tasks. It surveys the live tasks in creation order, and the counts are the "
+    "page's."
 )
 
 
@@ -936,16 +970,20 @@ class EmitForegroundDueApi(_LongrunView):
         _REPORT,
         query=_EmitForegroundQuery,
         description=f"{_REPORT_NOTE} Exit code 1 when there are events.",
+        paged=True,
     )
     def get(self, request: Request) -> Response:
         values = self._query(_EmitForegroundQuery)
+        page = _page(request)
         return _answered(
             selectors.foreground_due_events(
                 now=timezone.now(),
                 stale=_span(values, "stale_minutes", "minutes"),
                 unknown_cooldown=_span(values, "unknown_cooldown_minutes", "minutes"),
                 confined_to=_confined_to(request),
-            )
+                page=page,
+            ),
+            page,
         )
 
 
@@ -960,15 +998,19 @@ class DispatchForegroundDueApi(_LongrunView):
         _REPORT,
         query=_DispatchQuery,
         description=f"{_REPORT_NOTE} Exit code 1 when there are dispatches.",
+        paged=True,
     )
     def get(self, request: Request) -> Response:
         values = self._query(_DispatchQuery)
+        page = _page(request)
         return _answered(
             selectors.foreground_dispatch_plan(
                 now=timezone.now(),
                 unknown_cooldown=_span(values, "unknown_cooldown_minutes", "minutes"),
                 confined_to=_confined_to(request),
-            )
+                page=page,
+            ),
+            page,
         )
 
 
@@ -1082,15 +1124,19 @@ def _report_view(
             _REPORT,
             query=_StaleQuery,
             description=f"{_REPORT_NOTE} Exit code 1 when a task is due.",
+            paged=True,
         )
         def get(self, request: Request) -> Response:
             values = self._query(_StaleQuery)
+            page = _page(request)
             return _answered(
                 read(
                     now=timezone.now(),
                     stale=_span(values, "stale_minutes", "minutes"),
                     confined_to=_confined_to(request),
-                )
+                    page=page,
+                ),
+                page,
             )
 
     View.__name__ = View.__qualname__ = (

@@ -151,6 +151,10 @@ class LongTask(models.Model):
                 condition=LIVE & Q(state__in=ACTIVE_STATES),
                 name="longrun_task_stale",
             ),
+            # A session's tasks: an agent key's reads, and the cap on its tasks (D-B26).
+            models.Index(
+                fields=["origin_session_key"], condition=LIVE, name="longrun_task_session"
+            ),
             # The keepalive's: who has been idle too long?
             models.Index(
                 fields=["last_activity_at"],

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
 
 from longrun.models import LIVE, LongTask, SessionLock
 from longrun.policies import reports
@@ -40,6 +40,7 @@ from longrun.policies.timing import (
     whole_second,
 )
 from longrun.policies.trigger import is_trigger
+from xworkmate.lib.paging import Page
 from xworkmate.lib.timezones import get_zone
 from xworkmate.lib.wire import js_trim
 
@@ -81,6 +82,7 @@ def longrun_rules() -> Rules:
         zone=get_zone(config.get("longrun", "time_zone")),
         auto_resume=config.get("longrun", "auto_resume"),
         archive_after=config.get("longrun", "archive_after"),
+        max_live_tasks=config.get("longrun", "max_live_tasks_per_session"),
     )
 
 
@@ -108,12 +110,27 @@ def task_named(name: str, confined_to: str | None = None) -> LongTask:
     return task
 
 
+def _locks(confined_to: str | None) -> QuerySet[SessionLock]:
+    locks = SessionLock.objects.order_by("origin_session_key")
+    return locks if confined_to is None else locks.filter(origin_session_key=confined_to)
+
+
 def lock_table(confined_to: str | None = None) -> dict[str, str]:
     """The original's `active_long_runs_by_session`: session key -> task name."""
-    locks = SessionLock.objects.order_by("origin_session_key")
-    if confined_to is not None:
-        locks = locks.filter(origin_session_key=confined_to)
-    return dict(locks.values_list("origin_session_key", "task__name"))
+    return dict(_locks(confined_to).values_list("origin_session_key", "task__name"))
+
+
+_M = TypeVar("_M", bound=Model)
+
+
+def _paged(rows: QuerySet[_M], page: Page | None) -> tuple[list[_M], tuple[int, int] | None]:
+    """The rows of `page` (all of them without one), and what `Answer.listed` says of them."""
+    if page is None:
+        return list(rows), None
+    shown = list(rows[page.offset : page.end])
+    # A first page that is not full is the whole list: no count needed.
+    total = len(shown) if page.offset == 0 and len(shown) < page.limit else rows.count()
+    return shown, (len(shown), total)
 
 
 # --- task_state.py's reads (§7.1) ----------------------------------------------------------------
@@ -123,14 +140,18 @@ def task_show(*, name: str, confined_to: str | None = None) -> Answer:
     return Answer(EXIT_OK, reports.task_record(task_named(name, confined_to), longrun_rules().zone))
 
 
-def tasks_list(*, confined_to: str | None = None) -> Answer:
+def tasks_list(*, confined_to: str | None = None, page: Page | None = None) -> Answer:
+    """task_state.py list: one line per live task; one page of them when `page` is given."""
     zone = longrun_rules().zone
-    lines = [reports.list_line(task, zone) for task in live_tasks(confined_to)]
-    return Answer(EXIT_OK, "\n".join(lines) if lines else "no tasks")
+    tasks, listed = _paged(live_tasks(confined_to), page)
+    lines = [reports.list_line(task, zone) for task in tasks]
+    return Answer(EXIT_OK, "\n".join(lines) if lines else "no tasks", listed)
 
 
-def locks_show(*, confined_to: str | None = None) -> Answer:
-    return Answer(EXIT_OK, lock_table(confined_to))
+def locks_show(*, confined_to: str | None = None, page: Page | None = None) -> Answer:
+    """task_state.py locks; one page of the table (by session key) when `page` is given."""
+    locks, listed = _paged(_locks(confined_to).select_related("task"), page)
+    return Answer(EXIT_OK, {lock.origin_session_key: lock.task.name for lock in locks}, listed)
 
 
 def state_export() -> Answer:
@@ -282,18 +303,22 @@ class _Survey:
     progress: list[tuple[LongTask, Verdict]]
     ok: list[str]
     errors: list[dict[str, str]]
+    listed: tuple[int, int] | None = None
 
-    def with_errors(self, body: dict[str, Any]) -> dict[str, Any]:
-        """`body` with the error items of D-B5 when there are any."""
-        return body | {"errors": self.errors} if self.errors else body
+    def answer(self, body: dict[str, Any], *, action: bool) -> Answer:
+        """`body` with the error items of D-B5 when there are any; exit 1 for action or errors."""
+        return Answer(
+            EXIT_ACTION if action or self.errors else EXIT_OK,
+            body | {"errors": self.errors} if self.errors else body,
+            self.listed,
+        )
 
-    def exit_code(self, *, action: bool) -> int:
-        return EXIT_ACTION if action or self.errors else EXIT_OK
 
-
-def _survey(now: datetime, stale: timedelta, confined_to: str | None) -> _Survey:
-    survey = _Survey([], [], [], [])
-    for task in live_tasks(confined_to):
+def _survey(now: datetime, stale: timedelta, confined_to: str | None, page: Page | None) -> _Survey:
+    """The live tasks (one page of them, in creation order, when `page` is given) by verdict."""
+    tasks, listed = _paged(live_tasks(confined_to), page)
+    survey = _Survey([], [], [], [], listed)
+    for task in tasks:
         verdict = watchdog_verdict(task, now, stale)
         if verdict.kind == OK:
             survey.ok.append(task.name)
@@ -308,19 +333,21 @@ def _survey(now: datetime, stale: timedelta, confined_to: str | None) -> _Survey
 
 
 def watchdog_check(
-    *, now: datetime, stale: timedelta | None = None, confined_to: str | None = None
+    *,
+    now: datetime,
+    stale: timedelta | None = None,
+    confined_to: str | None = None,
+    page: Page | None = None,
 ) -> Answer:
     """watchdog.py check --json: which tasks need recovery, which a progress update."""
     rules = longrun_rules()
-    survey = _survey(whole_second(now), stale or rules.stale, confined_to)
+    survey = _survey(whole_second(now), stale or rules.stale, confined_to, page)
     body = {
         "due": [reports.watchdog_summary(task, v, rules.zone) for task, v in survey.due],
         "progress": [reports.watchdog_summary(task, v, rules.zone) for task, v in survey.progress],
         "ok": survey.ok,
     }
-    return Answer(
-        survey.exit_code(action=bool(survey.due or survey.progress)), survey.with_errors(body)
-    )
+    return survey.answer(body, action=bool(survey.due or survey.progress))
 
 
 def _recovery_items(survey: _Survey, rules: Rules) -> list[tuple[LongTask, dict[str, Any]]]:
@@ -331,22 +358,30 @@ def _recovery_items(survey: _Survey, rules: Rules) -> list[tuple[LongTask, dict[
 
 
 def recovery_report(
-    *, now: datetime, stale: timedelta | None = None, confined_to: str | None = None
+    *,
+    now: datetime,
+    stale: timedelta | None = None,
+    confined_to: str | None = None,
+    page: Page | None = None,
 ) -> Answer:
     """recover_due_tasks.py --json: each overdue task with its recovery suggestion."""
     rules = longrun_rules()
-    survey = _survey(whole_second(now), stale or rules.stale, confined_to)
+    survey = _survey(whole_second(now), stale or rules.stale, confined_to, page)
     items = [item for _, item in _recovery_items(survey, rules)]
     body = {"due_count": len(survey.due), "progress_count": len(survey.progress), "items": items}
-    return Answer(survey.exit_code(action=bool(items)), survey.with_errors(body))
+    return survey.answer(body, action=bool(items))
 
 
 def recovery_messages(
-    *, now: datetime, stale: timedelta | None = None, confined_to: str | None = None
+    *,
+    now: datetime,
+    stale: timedelta | None = None,
+    confined_to: str | None = None,
+    page: Page | None = None,
 ) -> Answer:
     """emit_recovery_message.py --json: the human-readable message of each item."""
     rules = longrun_rules()
-    survey = _survey(whole_second(now), stale or rules.stale, confined_to)
+    survey = _survey(whole_second(now), stale or rules.stale, confined_to, page)
     messages = [
         reports.recovery_message_item(task, item) for task, item in _recovery_items(survey, rules)
     ]
@@ -355,15 +390,19 @@ def recovery_messages(
         "progress_count": len(survey.progress),
         "messages": messages,
     }
-    return Answer(survey.exit_code(action=bool(messages)), survey.with_errors(body))
+    return survey.answer(body, action=bool(messages))
 
 
 def sessions_send_payloads(
-    *, now: datetime, stale: timedelta | None = None, confined_to: str | None = None
+    *,
+    now: datetime,
+    stale: timedelta | None = None,
+    confined_to: str | None = None,
+    page: Page | None = None,
 ) -> Answer:
     """build_sessions_send_payloads.py: one sessions_send payload per item (not sent)."""
     rules = longrun_rules()
-    survey = _survey(whole_second(now), stale or rules.stale, confined_to)
+    survey = _survey(whole_second(now), stale or rules.stale, confined_to, page)
     payloads = [
         reports.sessions_send_payload(task, reports.recovery_message_item(task, item))
         for task, item in _recovery_items(survey, rules)
@@ -374,16 +413,16 @@ def sessions_send_payloads(
         "tool": "sessions_send",
         "payloads": payloads,
     }
-    return Answer(survey.exit_code(action=bool(payloads)), survey.with_errors(body))
+    return survey.answer(body, action=bool(payloads))
 
 
 # --- foreground events (§7.7, §7.8) --------------------------------------------------------------
 
 
 def _foreground_events(
-    now: datetime, stale: timedelta, cooldown: timedelta, confined_to: str | None
+    now: datetime, stale: timedelta, cooldown: timedelta, confined_to: str | None, page: Page | None
 ) -> tuple[list[dict[str, Any]], list[dict[str, str]], _Survey]:
-    survey = _survey(now, stale, confined_to)
+    survey = _survey(now, stale, confined_to, page)
     events: list[dict[str, Any]] = []
     skipped: list[dict[str, str]] = []
     for task, verdict in survey.progress:
@@ -403,6 +442,7 @@ def foreground_due_events(
     stale: timedelta | None = None,
     unknown_cooldown: timedelta | None = None,
     confined_to: str | None = None,
+    page: Page | None = None,
 ) -> Answer:
     """emit_foreground_due.py: the heartbeat events due now (generated, not sent).
 
@@ -414,6 +454,7 @@ def foreground_due_events(
         stale or rules.stale,
         unknown_cooldown or rules.unknown_cooldown,
         confined_to,
+        page,
     )
     body = {
         "event_count": len(events),
@@ -421,7 +462,7 @@ def foreground_due_events(
         "skipped_unknown_count": len(skipped),
         "skipped_unknown": skipped,
     }
-    return Answer(survey.exit_code(action=bool(events)), survey.with_errors(body))
+    return survey.answer(body, action=bool(events))
 
 
 def foreground_dispatch_plan(
@@ -429,6 +470,7 @@ def foreground_dispatch_plan(
     now: datetime,
     unknown_cooldown: timedelta | None = None,
     confined_to: str | None = None,
+    page: Page | None = None,
 ) -> Answer:
     """dispatch_foreground_due.py: the sessions_send plan for the due events.
 
@@ -436,7 +478,11 @@ def foreground_dispatch_plan(
     """
     rules = longrun_rules()
     events, skipped, survey = _foreground_events(
-        whole_second(now), rules.stale, unknown_cooldown or rules.unknown_cooldown, confined_to
+        whole_second(now),
+        rules.stale,
+        unknown_cooldown or rules.unknown_cooldown,
+        confined_to,
+        page,
     )
     dispatches = [reports.dispatch_of(event) for event in events]
     body = {
@@ -446,7 +492,7 @@ def foreground_dispatch_plan(
         "skipped_unknown": skipped,
         "note": DISPATCH_NOTE,
     }
-    return Answer(survey.exit_code(action=bool(dispatches)), survey.with_errors(body))
+    return survey.answer(body, action=bool(dispatches))
 
 
 # --- keepalive (§7.9) ----------------------------------------------------------------------------

@@ -70,6 +70,7 @@ from longrun.policies.statefile import TaskRecord, plan_locks, read_state
 from longrun.policies.states import (
     ACTIVE_STATES,
     BLOCKED,
+    CAPPED_STATES,
     DONE,
     FAILED,
     FINISHED_STATES,
@@ -77,6 +78,7 @@ from longrun.policies.states import (
     SENT,
     STATES,
     UNKNOWN,
+    joins_session_cap,
 )
 from longrun.policies.timing import (
     PROGRESS,
@@ -442,6 +444,9 @@ def _set(
         lock = _session_lock(key)
         if lock is not None and lock.task.name != name and not force_lock:
             raise _lock_conflict(key, lock.task.name, name, with_ok=False)
+    before = (task.origin_session_key, task.state) if task is not None else None
+    if joins_session_cap(before, key, state):
+        _check_session_cap(key, name, rules.max_live_tasks)
     old_state = task.state if task is not None else ""
     if task is None:
         default_every = format_duration(rules.progress_every)  # D-B2
@@ -485,6 +490,35 @@ def _set(
     else:
         SessionLock.objects.filter(task=task).delete()
     return task
+
+
+def _check_session_cap(key: str, name: str, cap: int) -> None:
+    """Refuse one more task not done in `key`'s session past the cap (D-B26).
+
+    The count and the write that follows must be one decision: two
+    registrations that each counted cap - 1 would both pass. A lock on the
+    session key's name, held until the transaction ends, makes the next one
+    count after this one committed (no row can be locked for a task that does
+    not exist yet; on SQLite the transaction holds the database anyway).
+    """
+    sql.lock_name(f"longrun:session-cap:{key}")
+    live = LongTask.objects.filter(LIVE, origin_session_key=key, state__in=CAPPED_STATES).count()
+    if live >= cap:
+        raise LongrunError(
+            exit_code=EXIT_INVALID,
+            body={
+                "error": "too many live tasks",
+                "origin_session_key": key,
+                "requested_task": name,
+                "live_tasks": live,
+                "max_live_tasks": cap,
+                "message": f"origin_session_key: a session has at most {cap} long tasks that "
+                "are not done (longrun.max_live_tasks_per_session); set one done before "
+                "registering another",
+            },
+            field="origin_session_key",
+            rule=f"at most {cap} tasks not done per session (longrun.max_live_tasks_per_session)",
+        )
 
 
 def _reopen_required(name: str, state: str) -> LongrunError:

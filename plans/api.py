@@ -58,8 +58,10 @@ from xworkmate.api_errors import error_body
 from xworkmate.auth import HasScope, request_key
 from xworkmate.lib.errors import GatewayError
 from xworkmate.lib.jstime import ms_to_iso
+from xworkmate.lib.paging import Page
 from xworkmate.lib.wire import KEY_MAX_LENGTH
 from xworkmate.openapi import api_error_responses
+from xworkmate.paging import page_of, page_parameters
 
 
 @extend_schema_field(
@@ -258,17 +260,15 @@ def _visible_entry(request: Request, task_id: str) -> Entry:
     return entry
 
 
-def _page_param(request: Request, name: str, *, default: int, low: int, high: int) -> int:
-    given = request.query_params.getlist(name)
-    if not given:
-        return default
-    raw = given[0]
-    if len(given) > 1:  # which one would count is not the caller's choice
-        raise ValidationError(f"Invalid query parameter `{name}`")
-    # Digits beyond the bound's are out of range anyway (int() is not asked).
-    if not raw.isdigit() or len(raw.lstrip("0")) > len(str(high)) or not low <= int(raw) <= high:
-        raise ValidationError(f"Invalid query parameter `{name}`")
-    return int(raw)
+# The contract's one message for any bad paging parameter (§6, case 92).
+_BAD_PAGE = "Invalid query parameter `{name}`"
+
+
+def _page(request: Request) -> Page:
+    return page_of(request, default=DEFAULT_RUNS_PAGE, maximum=MAX_RUNS_PAGE, refusal=_BAD_PAGE)
+
+
+_PAGE_PARAMETERS = page_parameters(default=DEFAULT_RUNS_PAGE, maximum=MAX_RUNS_PAGE)
 
 
 def _plan_answer(request: Request, entry: Entry) -> dict[str, Any]:
@@ -497,10 +497,7 @@ class PlansListApi(_PlansView):
     @extend_schema(
         operation_id="plans_list",
         summary="The plans this key may see, newest change first",
-        parameters=[
-            OpenApiParameter("limit", {"type": "integer", "minimum": 1, "maximum": 200}),
-            OpenApiParameter("offset", {"type": "integer", "minimum": 0, "maximum": 10**9}),
-        ],
+        parameters=_PAGE_PARAMETERS,
         responses={
             200: inline_serializer(
                 "PlanList",
@@ -523,21 +520,15 @@ class PlansListApi(_PlansView):
         tags=["plans"],
     )
     def get(self, request: Request) -> Response:
-        limit = _page_param(request, "limit", default=DEFAULT_RUNS_PAGE, low=1, high=MAX_RUNS_PAGE)
-        offset = _page_param(request, "offset", default=0, low=0, high=10**9)
+        page = _page(request)
         entries = entries_visible_to(_caller_session(request))
         total = entries.count()
-        page = list(entries[offset : offset + limit])
-        jobs = jobs_of(page)  # one query for the page, not one per plan
-        more = offset + len(page) < total
+        shown = list(entries[page.offset : page.end])
+        jobs = jobs_of(shown)  # one query for the page, not one per plan
         return Response(
             {
-                "plans": [_plan_json(request, entry, jobs.get(entry.pk)) for entry in page],
-                "total": total,
-                "offset": offset,
-                "limit": limit,
-                "hasMore": more,
-                "nextOffset": offset + len(page) if more else None,
+                "plans": [_plan_json(request, entry, jobs.get(entry.pk)) for entry in shown],
+                **page.fields(len(shown), total),
             }
         )
 
@@ -594,10 +585,7 @@ class PlanRunsApi(_PlansView):
         operation_id="plans_runs",
         summary="The plan's runs (the run log of §8.5), newest first",
         parameters=[
-            OpenApiParameter(
-                "limit", {"type": "integer", "minimum": 1, "maximum": 200}, description="default 50"
-            ),
-            OpenApiParameter("offset", {"type": "integer", "minimum": 0, "maximum": 10**9}),
+            *_PAGE_PARAMETERS,
             OpenApiParameter("sortDir", {"type": "string", "enum": ["asc", "desc"]}),
         ],
         responses={
@@ -620,27 +608,21 @@ class PlanRunsApi(_PlansView):
     )
     def get(self, request: Request, task_id: str) -> Response:
         entry = _visible_entry(request, task_id)
-        limit = _page_param(request, "limit", default=DEFAULT_RUNS_PAGE, low=1, high=MAX_RUNS_PAGE)
-        offset = _page_param(request, "offset", default=0, low=0, high=10**9)
+        page = _page(request)
         directions = request.query_params.getlist("sortDir") or ["desc"]
         direction = directions[0]
         if len(directions) > 1 or direction not in ("asc", "desc"):
             raise ValidationError("Invalid query parameter `sortDir`")
         job = job_of(entry)
         runs, total = (
-            runs_page(job, limit=limit, offset=offset, newest_first=direction == "desc")
+            runs_page(job, limit=page.limit, offset=page.offset, newest_first=direction == "desc")
             if job
             else ([], 0)
         )
-        more = offset + len(runs) < total
         return Response(
             {
                 "entries": [run_json(run, job_id=job.job_id) for run in runs] if job else [],
-                "total": total,
-                "offset": offset,
-                "limit": limit,
-                "hasMore": more,
-                "nextOffset": offset + len(runs) if more else None,
+                **page.fields(len(runs), total),
             }
         )
 

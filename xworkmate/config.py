@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 from xworkmate.beat_cron import beat_crontab
 from xworkmate.lib.durations import DurationError, format_duration, parse_duration
 from xworkmate.lib.openclaw import DEFAULT_MEDIA_DIR, DEFAULT_WORKSPACE
+from xworkmate.lib.paging import MAX_LISTED_FILES
 from xworkmate.lib.timezones import TimeZoneError, get_zone
 
 CONFIG_ENV = "XWORKMATE_CONFIG"
@@ -86,11 +87,13 @@ def _check_bool(value: object) -> bool:
     return value
 
 
-def _int_at_least(minimum: int) -> Callable[[object], int]:
+def _int_at_least(minimum: int, maximum: int | None = None) -> Callable[[object], int]:
     def check(value: object) -> int:
         # bool is an int subclass in Python; `max_files = true` is a mistake.
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             raise ValueError(f"must be an integer >= {minimum} (got {_show(value)})")
+        if maximum is not None and value > maximum:
+            raise ValueError(f"must be an integer <= {maximum} (got {_show(value)})")
         return value
 
     return check
@@ -236,9 +239,13 @@ SCHEMA: dict[str, dict[str, Key]] = {
         ),
     },
     "artifacts": {
-        "max_files": Key(64, _int_at_least(1), doc="default maxFiles of export"),
+        "max_files": Key(
+            64, _int_at_least(1, MAX_LISTED_FILES), doc="default maxFiles of export (D-K13)"
+        ),
         "max_inline_bytes": Key(10485760, _int_at_least(0), doc="default maxInlineBytes"),
-        "snapshot_max_files": Key(64, _int_at_least(1), doc="default maxFiles of snapshots"),
+        "snapshot_max_files": Key(
+            64, _int_at_least(1, MAX_LISTED_FILES), doc="default maxFiles of snapshots (D-K13)"
+        ),
         "ref_signing_secret": Key(
             "",
             _check_str,
@@ -336,6 +343,11 @@ SCHEMA: dict[str, dict[str, Key]] = {
             timedelta(days=7),
             _check_duration,
             doc="cleanup archives done, blocked and handoff tasks older than this (D-B16)",
+        ),
+        "max_live_tasks_per_session": Key(
+            20,
+            _int_at_least(1),
+            doc="tasks not done one session key may have; registering another is refused (D-B26)",
         ),
     },
 }

@@ -12,6 +12,7 @@ metadata are formatted into SQL; every value is a query parameter.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
 from functools import cache
@@ -91,6 +92,21 @@ def select_locked(model: type[_M], where: str, params: Sequence[Any]) -> _M | No
         params,
     )
     return cols.build(row) if row is not None else None
+
+
+def lock_name(name: str) -> None:
+    """Hold a lock on `name` until the transaction ends; another transaction locking
+    the same name waits for it.
+
+    For a rule no row lock covers: a count that an insert would change. On
+    PostgreSQL a transaction-level advisory lock on a 64-bit digest of the name;
+    SQLite needs none, its IMMEDIATE transactions hold the whole database.
+    """
+    if connection.vendor != "postgresql":
+        return
+    digest = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [digest])
 
 
 def has_row_versions() -> bool:

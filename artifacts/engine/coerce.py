@@ -12,10 +12,12 @@ from collections.abc import Iterator, Mapping
 from typing import TypeVar
 
 from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.paging import MAX_LISTED_FILES
 from xworkmate.lib.wire import js_trim
 
 __all__ = [
     "ABSENT",
+    "file_limit",
     "js_key_order",
     "js_number",
     "js_object_entries",
@@ -169,6 +171,15 @@ def positive_integer(value: object, field: str, secondary: object, fallback: int
         if math.isfinite(number) and number > 0:
             return math.floor(number)
     return fallback
+
+
+def file_limit(value: object, configured: int, fallback: int) -> int:
+    """`maxFiles` as ``positiveInteger`` reads it, and never above MAX_LISTED_FILES (D-K13).
+
+    A larger one lists that many, with the contract's limit warning, as any
+    smaller limit does: the caller learns that files were left out.
+    """
+    return min(positive_integer(value, "maxFiles", configured, fallback), MAX_LISTED_FILES)
 
 
 def non_negative_integer(value: object, field: str, secondary: object, fallback: int) -> int:

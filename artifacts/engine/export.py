@@ -13,6 +13,7 @@ from xworkmate.lib.errors import GatewayError
 from xworkmate.lib.wire import js_trim
 
 from .coerce import (
+    file_limit,
     js_key_order,
     js_number,
     js_object_entries,
@@ -22,7 +23,6 @@ from .coerce import (
     optional_boolean,
     optional_string,
     param,
-    positive_integer,
     typed_string,
 )
 from .collation import collation_key
@@ -197,9 +197,7 @@ def _read_request(
 ) -> _Request:
     """Check every param in the original's order; the first bad one raises."""
     identity = read_identity(params)
-    max_files = positive_integer(
-        param(params, "maxFiles"), "maxFiles", settings.max_files, DEFAULT_MAX_FILES
-    )
+    max_files = file_limit(param(params, "maxFiles"), settings.max_files, DEFAULT_MAX_FILES)
     max_inline_bytes = non_negative_integer(
         param(params, "maxInlineBytes"),
         "maxInlineBytes",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from xworkmate.lib.paging import MAX_LISTED_FILES
 from xworkmate.lib.wire import NOT_BLANK_PATTERN, WHITESPACE_CLASS
 
 Schema = dict[str, Any]
@@ -81,7 +82,10 @@ ARTIFACT_SCOPE = anything(
 )
 WHERE: dict[str, Schema] = {"workspaceDir": WORKSPACE_DIR, "artifactScope": ARTIFACT_SCOPE}
 LIMITS: dict[str, Schema] = {
-    "maxFiles": number_like("default artifacts.max_files (64); below 1 means the default"),
+    "maxFiles": number_like(
+        f"default artifacts.max_files (64); below 1 means the default; at most "
+        f"{MAX_LISTED_FILES} are listed, whatever it says (D-K13)"
+    ),
     "maxInlineBytes": number_like(
         "default artifacts.max_inline_bytes (10485760); below 0 means the default"
     ),
@@ -167,7 +171,9 @@ COLLECT_AND_SNAPSHOT = params_object(
             ),
             "description": "the files the task referenced",
         },
-        "maxFiles": number_like("default artifacts.snapshot_max_files (64)"),
+        "maxFiles": number_like(
+            f"default artifacts.snapshot_max_files (64); at most {MAX_LISTED_FILES} are copied"
+        ),
         "sinceUnixMs": LIMITS["sinceUnixMs"],
     },
     "openclawSessionKey",

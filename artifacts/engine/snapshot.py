@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from xworkmate.lib.errors import GatewayError
 from xworkmate.lib.openclaw import DEFAULT_MEDIA_DIR
 
-from .coerce import non_negative_number, optional_string, param, positive_integer
+from .coerce import file_limit, non_negative_number, optional_string, param
 from .collation import collation_key
 from .content import CHUNK_SIZE, label_for_path, node_extname
 from .errors import node_fs_error_message
@@ -272,8 +272,8 @@ def collect_and_snapshot(
 ) -> dict[str, object]:
     identity = read_identity(params)
     since_unix_ms = non_negative_number(param(params, "sinceUnixMs"), "sinceUnixMs", 0)
-    max_files = positive_integer(
-        param(params, "maxFiles"), "maxFiles", settings.snapshot_max_files, DEFAULT_MAX_FILES
+    max_files = file_limit(
+        param(params, "maxFiles"), settings.snapshot_max_files, DEFAULT_MAX_FILES
     )
     optional_artifact_scope(params.get("artifactScope"))  # its format, in the original's order
     workspace_root = resolve_workspace_root(params, settings)

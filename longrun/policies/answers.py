@@ -37,6 +37,8 @@ class Answer:
 
     exit_code: int
     body: Any
+    # For one page of a list (D-K13): how many items it shows, and how many the whole list has.
+    listed: tuple[int, int] | None = None
 
 
 class LongrunError(Exception):

@@ -85,3 +85,4 @@ class Rules:
     zone: tzinfo  # of a next_check without offset (D-B4) and of the times shown
     auto_resume: bool  # keepalive queues resumes, else plans them
     archive_after: timedelta  # age of a finished task cleanup archives (D-B16)
+    max_live_tasks: int  # tasks not done one session key may have (D-B26)

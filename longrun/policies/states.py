@@ -33,3 +33,18 @@ SENT = "sent"
 UNKNOWN = "unknown"
 FAILED = "failed"
 DELIVERY_STATUSES = (SENT, UNKNOWN, FAILED)
+
+# The tasks a session key's cap counts (D-B26): every state but done, the one a
+# task leaves only by being reopened.
+CAPPED_STATES = (ANALYZING, EXECUTING, WAITING, BLOCKED, HANDOFF)
+
+
+def joins_session_cap(before: tuple[str, str] | None, key: str, state: str) -> bool:
+    """Whether a task that was (session key, state) `before` (None: a new task) counts
+    one more against `key`'s cap once it is in `state` with `key` (D-B26).
+
+    A task without a session key belongs to no session and counts against none.
+    """
+    if not key or state not in CAPPED_STATES:
+        return False
+    return before is None or before[0] != key or before[1] not in CAPPED_STATES

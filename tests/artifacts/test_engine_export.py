@@ -417,6 +417,20 @@ def test_case_73_max_files_coercion(
     assert payload["warnings"] == (limit if warned else [])
 
 
+@pytest.mark.parametrize("asked", [1001, 1e300, "5000"])
+def test_it_lists_at_most_the_documented_maximum_whatever_max_files_says(
+    workspace: Path, asked: object
+) -> None:
+    """D-K13: maxFiles above 1000 lists 1000, with the contract's own limit warning."""
+    config = settings_for(workspace)
+    scope = prepare(config)
+    for index in range(1001):
+        (scope / f"f{index:04}.txt").write_text("x")
+    payload = export_artifacts(ids(maxFiles=asked, includeContent=False), config)
+    assert len(payload["artifacts"]) == 1000  # type: ignore[arg-type]
+    assert payload["warnings"] == ["artifact limit reached; skipped remaining files after 1000"]
+
+
 def test_case_73_single_candidate_with_limit_one_has_no_warning(workspace: Path) -> None:
     config = settings_for(workspace)
     write(prepare(config) / "a.txt")

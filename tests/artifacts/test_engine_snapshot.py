@@ -127,6 +127,18 @@ def test_snapshot_limit(staged: tuple[Path, Path, Path]) -> None:
     assert payload["warnings"] == ["snapshot file limit reached; skipped remaining files after 2"]
 
 
+def test_it_copies_at_most_the_documented_maximum_whatever_max_files_says(
+    staged: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """D-K13, with the maximum lowered to 2 so that three files are enough to pass it."""
+    monkeypatch.setattr("artifacts.engine.coerce.MAX_LISTED_FILES", 2)
+    _, media, _ = staged
+    files = [str(write(media / f"{name}.png", name)) for name in "abc"]
+    payload = collect_and_snapshot(ids(sourceFiles=files, maxFiles=10**6), _config(staged))  # type: ignore[arg-type]
+    assert len(payload["copiedFiles"]) == 2  # type: ignore[arg-type]
+    assert payload["warnings"] == ["snapshot file limit reached; skipped remaining files after 2"]
+
+
 def test_snapshot_symlink_source_pointing_outside_roots(
     staged: tuple[Path, Path, Path], tmp_path: Path
 ) -> None:

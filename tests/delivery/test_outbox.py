@@ -317,7 +317,7 @@ def test_a_limit_out_of_range_is_refused_naming_it(db, limit):
     _, token = api_key_create(name="bridge", scopes=["delivery:read"])
     answer = ApiClient(token).get(f"/api/delivery/pending?sessionKey=agent:main:a&limit={limit}")
     assert answer.status_code == 400
-    assert "limit" in answer.json()["error"]["message"]
+    assert answer.json()["error"]["message"] == "limit: must be an integer from 1 to 100"
 
 
 def test_the_bridge_fetches_and_acknowledges_record_messages(db, outcomes):
@@ -336,7 +336,23 @@ def test_the_bridge_fetches_and_acknowledges_record_messages(db, outcomes):
     assert Message.objects.get(pk=message.pk).status == "sent"
     assert outcomes == [(message.pk, Outcome.SENT, True, "sent")]
     assert bridge.post(f"/api/delivery/{message.pk}/ack").json()["acknowledged"] is False
-    assert bridge.get("/api/delivery/pending?sessionKey=agent:main:a").json() == {"messages": []}
+    assert bridge.get("/api/delivery/pending?sessionKey=agent:main:a").json() == {"messages": [], "hasMore": False}
+
+
+def test_it_answers_one_page_of_pending_messages_and_says_more_wait(db):
+    """D-K13: at most `limit` (100 at most), oldest first; the rest come after the acks."""
+    _, token = api_key_create(name="bridge", scopes=["delivery:write"])
+    bridge = ApiClient(token)
+    sent = [_enqueue(target="agent:main:a", key=f"k{i}").pk for i in range(3)]
+    first = bridge.get("/api/delivery/pending?sessionKey=agent:main:a&limit=2").json()
+    assert ([m["id"] for m in first["messages"]], first["hasMore"]) == (sent[:2], True)
+    for message in first["messages"]:
+        bridge.post(f"/api/delivery/{message['id']}/ack")
+    rest = bridge.get("/api/delivery/pending?sessionKey=agent:main:a&limit=2").json()
+    assert ([m["id"] for m in rest["messages"]], rest["hasMore"]) == (sent[2:], False)
+    twice = bridge.get("/api/delivery/pending?sessionKey=agent:main:a&limit=1&limit=100")
+    assert twice.status_code == 400
+    assert twice.json()["error"]["message"] == "limit: given more than once (it takes one value)"
 
 
 def test_an_agent_key_sees_and_acknowledges_its_own_session_only(db):

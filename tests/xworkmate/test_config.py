@@ -78,6 +78,7 @@ EXPECTED_DEFAULTS = {
     ("longrun", "auto_resume"): False,
     ("longrun", "time_zone"): "Asia/Shanghai",
     ("longrun", "archive_after"): timedelta(days=7),
+    ("longrun", "max_live_tasks_per_session"): 20,
 }
 
 
@@ -188,6 +189,11 @@ enabled = false
         ("[gateway]\nmax_body_bytes = 10", "gateway.max_body_bytes: must be an integer >= 1024 (got 10)"),
         ("[artifacts]\nmax_files = 0", "artifacts.max_files: must be an integer >= 1 (got 0)"),
         ("[artifacts]\nmax_files = true", "artifacts.max_files: must be an integer >= 1 (got true)"),
+        ("[artifacts]\nmax_files = 1001", "artifacts.max_files: must be an integer <= 1000 (got 1001)"),
+        (
+            "[longrun]\nmax_live_tasks_per_session = 0",
+            "longrun.max_live_tasks_per_session: must be an integer >= 1 (got 0)",
+        ),
         ("[artifacts]\nmax_inline_bytes = 1.5", "artifacts.max_inline_bytes: must be an integer >= 0 (got 1.5)"),
         ("[artifacts]\nscan_shared_media_roots = 1", "artifacts.scan_shared_media_roots: must be true or false"),
         ("[workspace]\nroots = '~/ws'", "workspace.roots: must be a list of non-empty strings (got '~/ws')"),

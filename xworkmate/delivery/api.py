@@ -33,6 +33,7 @@ from xworkmate.delivery.services import message_acknowledge
 from xworkmate.lib.jstime import wire_time
 from xworkmate.lib.wire import KEY_MAX_LENGTH, NOT_BLANK_PATTERN, js_trim
 from xworkmate.openapi import api_error_responses
+from xworkmate.paging import page_of, page_parameters
 
 MAX_FETCH = 100
 _MAX_ID = 2**63 - 1
@@ -82,15 +83,19 @@ class PendingMessagesApi(APIView):
                     "(its own session), and may name no other"
                 ),
             ),
-            OpenApiParameter(
-                "limit",
-                {"type": "integer", "minimum": 1, "maximum": MAX_FETCH},
-                required=False,
-                description=f"at most this many, oldest first (default {MAX_FETCH})",
-            ),
+            *page_parameters(default=MAX_FETCH, maximum=MAX_FETCH, offset=False),
         ],
         responses={
-            200: inline_serializer("PendingMessages", {"messages": MessageSerializer(many=True)}),
+            200: inline_serializer(
+                "PendingMessages",
+                {
+                    "messages": MessageSerializer(many=True),
+                    "hasMore": serializers.BooleanField(
+                        help_text="more messages wait than this answer holds: acknowledge "
+                        "these and fetch again (the oldest come first)"
+                    ),
+                },
+            ),
             **api_error_responses(
                 {
                     400: "a missing or blank sessionKey, or a limit out of range",
@@ -108,15 +113,18 @@ class PendingMessagesApi(APIView):
         named = js_trim(request.query_params.get("sessionKey", ""))
         if len(named) > KEY_MAX_LENGTH:
             raise ValidationError({"sessionKey": f"must be at most {KEY_MAX_LENGTH} characters"})
-        raw_limit = request.query_params.get("limit", str(MAX_FETCH))
-        # Digits beyond MAX_FETCH's are out of range anyway; int() is not asked to
-        # convert them (past 4300 digits it raises instead of answering).
-        too_long = len(raw_limit.lstrip("0")) > len(str(MAX_FETCH))
-        if not raw_limit.isdigit() or too_long or not 1 <= int(raw_limit) <= MAX_FETCH:
-            raise ValidationError({"limit": f"must be an integer from 1 to {MAX_FETCH}"})
+        page = page_of(request, default=MAX_FETCH, maximum=MAX_FETCH, offset=False)
         session = _session_of(request, named)
-        rows = pending_for_session(session, limit=int(raw_limit))
-        return Response({"messages": [MessageSerializer(row).data for row in rows]})
+        # One row past the page says whether more wait (a queue has no stable offset:
+        # acknowledged messages leave it, so the next page is the next fetch).
+        rows = list(pending_for_session(session, limit=page.limit + 1))
+        shown = rows[: page.limit]
+        return Response(
+            {
+                "messages": [MessageSerializer(row).data for row in shown],
+                "hasMore": len(rows) > page.limit,
+            }
+        )
 
 
 class AcknowledgeMessageApi(APIView):
