@@ -169,7 +169,7 @@ _BAD_NAMES = st.sampled_from(("", " 留白", "尾空 ", "\0", "名\ud800", "长"
 
 
 @st.composite
-def _files(draw: st.DrawFn) -> tuple[str, set[str], set[str]]:
+def state_files(draw: st.DrawFn) -> tuple[str, set[str], set[str]]:
     """A state file's text, the names `set` could have stored, and the names it could not."""
     names = draw(st.lists(_WORD, unique=True, max_size=12))
     entries: list[tuple[str, str]] = []
@@ -220,9 +220,8 @@ def _cli(*argv: str) -> tuple[int, str, str]:
 # --- the property --------------------------------------------------------------------------------
 
 
-@settings(max_examples=40, deadline=None)
-@given(_files())
-def test_it_imports_every_valid_record_of_a_hostile_file_and_skips_the_rest_with_a_reason(file):
+def check_hostile_import(file: tuple[str, set[str], set[str]]) -> None:
+    """import-state of one of `state_files`: every valid record in, every doomed one out."""
     text, valid, doomed = file
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "task-state.json"
@@ -248,6 +247,12 @@ def test_it_imports_every_valid_record_of_a_hostile_file_and_skips_the_rest_with
     code, out, err = _cli("export-state")
     assert (code, err) == (0, "")
     assert set(json.loads(out)["tasks"]) == imported
+
+
+@settings(max_examples=40, deadline=None)
+@given(state_files())
+def test_it_imports_every_valid_record_of_a_hostile_file_and_skips_the_rest_with_a_reason(file):
+    check_hostile_import(file)
 
 
 @settings(max_examples=150, deadline=None)
@@ -288,6 +293,7 @@ def _mixed_file() -> str:
         ("大数", '{"state": "done", "last_resume_count": ' + "9" * 5000 + "}"),
         ("两次", '{"state": "done", "state": "executing"}'),
         ("长时间", json.dumps({"state": "done", "updated_at": "昨天" * 5000})),
+        ("长间隔", json.dumps({"state": "done", "progress_every": "9" * 5000 + "s"})),
         ("名\\u0000", '{"state": "done"}'),
         ("名\\ud800", '{"state": "done"}'),
         ("重名", '{"state": "done"}'),
@@ -307,6 +313,12 @@ def test_it_reports_each_hostile_record_of_a_file_and_imports_the_rest_without_a
     assert (done.returncode, done.stderr) == (1, "")
     report = json.loads(done.stdout)
     assert report["imported"] == ["迁移数据库"]
+    # A reason quoting its value whole (the duration's own message) keeps its head and tail.
+    every = next(item for item in report["skipped"] if item["task"] == "长间隔")
+    report["skipped"].remove(every)
+    assert len(every["reason"]) == 301
+    assert every["reason"].startswith("invalid progress_every: '999")
+    assert every["reason"].endswith("999s' is longer than any duration can be")
     time_rule = "must be a time from 1970-01-01 to 8999-12-31 (UTC)"
     long_time = "'" + "昨天" * 13 + "昨..." + "昨天" * 14 + "'"  # cut to 60 characters
     assert report["skipped"] == [
