@@ -28,22 +28,18 @@ from longrun.policies.statefile import STATE_FILE_MAX_CHARS, read_state
 from longrun.policies.states import ACTIVE_STATES, DELIVERY_STATUSES, STATES
 from longrun.policies.timing import parse_next_check
 from tests.conftest import manage
-from tests.longrun.conftest import T0, K, task_set
+from tests.longrun.conftest import FIXTURE, T0, K, task_set
 from xworkmate.lib.durations import format_duration
 from xworkmate.lib.timezones import get_zone
 
 pytestmark = pytest.mark.django_db
 
 SHANGHAI = get_zone("Asia/Shanghai")
-_TIMES = (
-    "last_progress_at",
-    "last_progress_attempt_at",
-    "last_progress_sent_at",
-    "last_progress_unknown_at",
-    "last_visible_reply_at",
-    "last_tool_result_at",
-    "last_resume_at",
-    "updated_at",
+# The times of a record: its fields ending in _at, as the fixture's full record holds them.
+_TIMES = tuple(
+    field
+    for field in json.loads(FIXTURE.read_text(encoding="utf-8"))["tasks"]["迁移数据库"]
+    if field.endswith("_at")
 )
 # Free texts a record may hold; `session` is left out of the attacks, since a
 # session_label beside it wins and the value is never read.
