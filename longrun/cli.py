@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shlex
 import sys
 import tempfile
@@ -42,13 +43,14 @@ from django.utils import timezone
 from longrun import selectors, services
 from longrun.policies.answers import EXIT_INVALID, EXIT_OK, Answer, LongrunError
 from longrun.policies.messages import UNSET
-from longrun.policies.statefile import state_file_error
+from longrun.policies.statefile import STATE_FILE_MAX_CHARS, parse_state, state_file_error
 from longrun.policies.timing import MAX_THRESHOLD_MINUTES, MAX_THRESHOLD_SECONDS
 
 __all__ = ["SCRIPTS", "keep_stderr_for_errors", "run"]
 
 # Who the task log names for a change made from the command line.
 _BY = "cli"
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,15 @@ def _usage(prog: str) -> str:
 
 
 def _print(body: Any, out: TextIO) -> None:
-    text = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False, indent=2)
+    if isinstance(body, str):
+        text = body
+    else:
+        # A lone surrogate (a name in a state file, D-B27) is written as the
+        # JSON escape it was read from: no UTF-8 stream takes it raw.
+        text = _LONE_SURROGATE.sub(
+            lambda char: f"\\u{ord(char.group()):04x}",
+            json.dumps(body, ensure_ascii=False, indent=2),
+        )
     out.write(text + "\n")
 
 
@@ -531,15 +541,22 @@ def _import_arguments(parser: ArgumentParser) -> None:
 
 
 def _import_state(args: Namespace) -> Answer:
+    # One character past the limit is enough to know a file is too long (D-B27).
+    most = STATE_FILE_MAX_CHARS + 1
     try:
-        text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text("utf-8")
-        document = json.loads(text)
-    except (OSError, ValueError) as exc:  # unreadable, not UTF-8, not JSON
+        if args.file == "-":
+            text = sys.stdin.read(most)
+        else:
+            with open(args.file, encoding="utf-8") as file:
+                text = file.read(most)
+    except (OSError, ValueError) as exc:  # unreadable, not UTF-8
         raise state_file_error(str(exc)) from None
     return services.tasks_import(
-        document=document,
+        document=parse_state(text),
         replace=args.replace,
-        source=args.file,
+        # The path as the system gave it: bytes that are not UTF-8 come as
+        # lone surrogates, which no log line or database column takes.
+        source=os.fsencode(args.file).decode("utf-8", "backslashreplace"),
         by="import-state",
         now=timezone.now(),
     )

@@ -14,10 +14,17 @@ repair names of the original's cleanup_state: a lock on a task not imported
 is an orphan, a lock on an old key moves to the task's key (D-B11), an active
 task without its lock gets it back. A lock held by a finished task is
 released, as `set` releases it when the task finishes.
+
+Whatever the file holds, reading it never raises anything but
+`state_file_error` (D-B27): a record that would overflow a date, nests too
+deeply or names a field twice is one more skipped record, and a value is only
+ever shown cut short (`_shown`), never rendered whole.
 """
 
 from __future__ import annotations
 
+import json
+import reprlib
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
@@ -25,13 +32,21 @@ from typing import Any
 
 from longrun.policies.answers import EXIT_ACTION, LongrunError
 from longrun.policies.states import ACTIVE_STATES, DELIVERY_STATUSES, STATES
-from longrun.policies.timing import parse_progress_every
+from longrun.policies.timing import (
+    EARLIEST_TIME,
+    LATEST_TIME,
+    TIME_RANGE_RULE,
+    parse_progress_every,
+)
+from xworkmate.lib.strict_json import MAX_DEPTH
 
 __all__ = [
     "MISSING_PROGRESS_EVERY",
+    "STATE_FILE_MAX_CHARS",
     "LockPlan",
     "StateRecords",
     "TaskRecord",
+    "parse_state",
     "plan_locks",
     "read_state",
     "state_file_error",
@@ -39,6 +54,14 @@ __all__ = [
 
 # What the original's foreground check read for a record without progress_every (§6).
 MISSING_PROGRESS_EVERY = "5m"
+# The longest file an import reads (D-B27). The original's files hold a few
+# tasks of at most a few thousand characters each; this bounds the memory an
+# import takes whatever it is given.
+STATE_FILE_MAX_CHARS = 50_000_000
+# A reason is a sentence: a value in it is cut short, and so is the reason.
+_REASON_MAX = 300
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother = 3, 60, 60
 
 _TOP_LEVEL = ("tasks", "active_long_runs_by_session", "active_long_run", "active_long_run_task")
 _TEXTS = ("goal", "done_when", "blocked_when", "boundary", "next_check", "note")
@@ -106,32 +129,97 @@ class StateRecords:
     repairs: list[dict[str, str]]  # {"task", "field", "action"}
 
 
+class _Twice(dict[str, Any]):
+    """A JSON object of the file that names keys more than once (`twice`).
+
+    Python's json keeps the last value silently, as the original's json.load
+    did; the reader here refuses to pick one (D-B27).
+    """
+
+    def __init__(self, pairs: list[tuple[str, Any]], twice: list[str]) -> None:
+        super().__init__(pairs)
+        self.twice = twice
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) == len(pairs):
+        return value
+    seen: set[str] = set()
+    twice: dict[str, None] = {}  # in the file's order, each once
+    for key, _ in pairs:
+        if key in seen:
+            twice[key] = None
+        seen.add(key)
+    return _Twice(pairs, list(twice))
+
+
+def _whole_number(text: str) -> int | float:
+    """A JSON integer; past int()'s 4300 digits, the float it rounds to (±inf).
+
+    Such a number fits no column: its record is skipped for it (D-B27), where
+    int()'s ValueError would have refused the whole file.
+    """
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
+def parse_state(text: str) -> object:
+    """The JSON document of a state file's text, or `state_file_error` (D-B27).
+
+    `text` is what the caller read: at most STATE_FILE_MAX_CHARS and one more,
+    so a longer file is known to be one without reading it all.
+    """
+    if len(text) > STATE_FILE_MAX_CHARS:
+        raise state_file_error(f"the file is longer than {STATE_FILE_MAX_CHARS:,} characters")
+    try:
+        return json.loads(text, object_pairs_hook=_object, parse_int=_whole_number)
+    except RecursionError:
+        # The decoder guards its own stack: nesting past the interpreter's
+        # recursion limit (about a thousand levels) is refused as a whole.
+        raise state_file_error("the file nests arrays and objects too deeply to read") from None
+    except ValueError as exc:  # not JSON: the decoder's own words, as before
+        raise state_file_error(str(exc)) from None
+
+
 def read_state(document: object, *, zone: tzinfo, now: datetime) -> StateRecords:
     """The records of an original state document, each checked (see the module).
 
     Raises `state_file_error` when `document` is not such a file at all: not an
-    object, no `tasks` object, a lock table that is not an object, or keys the
-    original never wrote.
+    object, no `tasks` object, a lock table that is not an object, keys the
+    original never wrote, or a key of the document or the lock table named
+    twice (a task named twice is skipped instead).
     """
     if not isinstance(document, dict):
         raise state_file_error("the document is not a JSON object")
+    if isinstance(document, _Twice):
+        raise state_file_error(f"top-level keys named more than once: {_keys(document.twice)}")
     unknown = sorted(set(document) - set(_TOP_LEVEL))
     if unknown:
-        raise state_file_error(f"unknown top-level keys: {', '.join(unknown)}")
+        raise state_file_error(f"unknown top-level keys: {_clip(', '.join(unknown))}")
     tasks = document.get("tasks")
     if not isinstance(tasks, dict):
         raise state_file_error("'tasks' must be an object of task records keyed by name")
     locks = document.get("active_long_runs_by_session", {})
     if not isinstance(locks, dict):
         raise state_file_error("'active_long_runs_by_session' must be an object")
+    if isinstance(locks, _Twice):
+        raise state_file_error(
+            f"'active_long_runs_by_session' names session keys more than once: {_keys(locks.twice)}"
+        )
+    twice = set(tasks.twice) if isinstance(tasks, _Twice) else set()
     records: list[TaskRecord] = []
     skipped: list[dict[str, str]] = []
     repairs: list[dict[str, str]] = []
     for name, item in tasks.items():
         try:
+            if name in twice:
+                raise _Invalid("the file holds more than one record under this name")
             records.append(_record(name, item, zone=zone, now=now, repairs=repairs))
         except _Invalid as exc:
-            skipped.append({"task": name, "reason": str(exc)})
+            skipped.append({"task": name, "reason": _clip(str(exc))})
     merged = dict(locks)
     # normalize_state's migration: the legacy single lock joins the table
     # unless its key is taken. A key comes only from origin_session_key here:
@@ -150,17 +238,61 @@ class _Invalid(ValueError):
     """A record `set` could not have stored; its message is the skip reason."""
 
 
+def _shown(value: object) -> str:
+    """`repr(value)` cut short: the file's values may be huge or nest a thousand levels."""
+    return _REPR.repr(value)
+
+
+def _plain(value: object) -> str:
+    """A string as it is (the original's `invalid state: running`), anything else `_shown`."""
+    return value if isinstance(value, str) else _shown(value)
+
+
+def _keys(keys: list[str]) -> str:
+    return _clip(", ".join(_shown(key) for key in keys))
+
+
+def _clip(reason: str) -> str:
+    """The head (the field) and the tail (the rule) of a long reason."""
+    if len(reason) <= _REASON_MAX:
+        return reason
+    half = _REASON_MAX // 2
+    return f"{reason[:half]}…{reason[-half:]}"
+
+
+def _depth_over(value: object, limit: int) -> bool:
+    """Whether `value` nests arrays and objects more than `limit` levels, without recursion."""
+    level = [value]
+    for _ in range(limit + 1):
+        containers = [item for item in level if isinstance(item, dict | list)]
+        if not containers:
+            return False
+        level = [
+            child
+            for item in containers
+            for child in (item.values() if isinstance(item, dict) else item)
+        ]
+    return True
+
+
 def _record(
     name: str, item: object, *, zone: tzinfo, now: datetime, repairs: list[dict[str, str]]
 ) -> TaskRecord:
     if not isinstance(item, dict):
         raise _Invalid("the record is not an object")
+    if isinstance(item, _Twice):
+        raise _Invalid(f"invalid {item.twice[0]}: the record names it more than once")
+    for key, value in item.items():
+        # The same bound as a request body's (xworkmate.lib.strict_json); the
+        # original wrote no arrays or objects inside a record at all.
+        if _depth_over(value, MAX_DEPTH):
+            raise _Invalid(f"invalid {key}: nested deeper than {MAX_DEPTH} levels")
     inner = item.get("task", name)
     if inner != name:
-        raise _Invalid(f"its task field {inner!r} differs from its key")
+        raise _Invalid(f"its task field {_shown(inner)} differs from its key")
     state = item.get("state")
     if state not in STATES:
-        raise _Invalid(f"invalid state: {state}")
+        raise _Invalid(f"invalid state: {_plain(state)}")
     key = _optional_text(item, "origin_session_key")
     if state in ACTIVE_STATES and not key:
         # cleanup_state's reason: `set` refuses such a record (exit 4).
@@ -176,13 +308,13 @@ def _record(
     values["next_check"] = values["next_check"].strip()
     status = item.get("last_progress_delivery_status")
     if status not in (None, "", *DELIVERY_STATUSES):
-        raise _Invalid(f"invalid last_progress_delivery_status: {status}")
+        raise _Invalid(f"invalid last_progress_delivery_status: {_plain(status)}")
     values["last_progress_delivery_status"] = status or ""
     count = item.get("last_resume_count")
     if count is None:
         count = 0
     if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-        raise _Invalid(f"invalid last_resume_count: {count!r} (a whole number, 0 or more)")
+        raise _Invalid(f"invalid last_resume_count: {_shown(count)} (a whole number, 0 or more)")
     values["last_resume_count"] = count
     every = item.get("progress_every")
     if every is None or every == "":
@@ -192,7 +324,7 @@ def _record(
             {"task": name, "field": "progress_every", "action": f"set_to_{MISSING_PROGRESS_EVERY}"}
         )
     if not isinstance(every, str):
-        raise _Invalid(f"invalid progress_every: {every!r}")
+        raise _Invalid(f"invalid progress_every: {_shown(every)}")
     try:
         seconds = int(parse_progress_every(every).total_seconds())
     except LongrunError as exc:  # the interval `set` would refuse
@@ -219,24 +351,34 @@ def _optional_text(item: Mapping[str, Any], key: str) -> str:
     if value is None:
         return ""
     if not isinstance(value, str):
-        raise _Invalid(f"invalid {key}: {value!r} (a string or null)")
+        raise _Invalid(f"invalid {key}: {_shown(value)} (a string or null)")
     return value
 
 
 def _time(item: Mapping[str, Any], key: str, zone: tzinfo) -> datetime | None:
-    """An ISO 8601 time of the record, in `zone` without an offset (as D-B4 reads next_check)."""
+    """An ISO 8601 time of the record, in `zone` without an offset (as D-B4 reads next_check).
+
+    Only a time a task may hold (D-B27): `0001-01-01T00:00:00+05:00` has no
+    UTC time at all, and one near 9999 none a day or a deadline later.
+    """
     value = item.get(key)
     if value is None or value == "":
         return None
     if not isinstance(value, str):
-        raise _Invalid(f"invalid {key}: {value!r} (an ISO 8601 time or null)")
+        raise _Invalid(f"invalid {key}: {_shown(value)} (an ISO 8601 time or null)")
     try:
         moment = datetime.fromisoformat(value.strip())
     except ValueError as exc:
-        raise _Invalid(f"invalid {key}: {value!r} is not an ISO 8601 time") from exc
+        raise _Invalid(f"invalid {key}: {_shown(value)} is not an ISO 8601 time") from exc
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=zone)
-    return moment.astimezone(UTC).replace(microsecond=0)
+    try:
+        utc: datetime | None = moment.astimezone(UTC).replace(microsecond=0)
+    except OverflowError:  # no UTC time at all: before the year 1 or after 9999
+        utc = None
+    if utc is None or not EARLIEST_TIME <= utc <= LATEST_TIME:
+        raise _Invalid(f"invalid {key}: {_shown(value)} {TIME_RANGE_RULE}")
+    return utc
 
 
 @dataclass(frozen=True)
@@ -264,7 +406,7 @@ def plan_locks(
 
     def repair(key: str, task: object, action: str, **more: str) -> None:
         who = "old_task" if action == "drop_orphan_lock" else "task"
-        plan.repairs.append({"session_key": key, who: str(task), "action": action, **more})
+        plan.repairs.append({"session_key": key, who: _plain(task), "action": action, **more})
 
     moved: list[tuple[str, str]] = []
     for key, holder in locks.items():

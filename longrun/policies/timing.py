@@ -27,9 +27,12 @@ from longrun.policies.states import (
 from xworkmate.lib.durations import DurationError, format_duration, parse_duration
 
 __all__ = [
+    "EARLIEST_TIME",
+    "LATEST_TIME",
     "OK",
     "PROGRESS",
     "RECOVERY",
+    "TIME_RANGE_RULE",
     "Verdict",
     "delivery_id",
     "foreground_hash",
@@ -62,6 +65,12 @@ MAX_THRESHOLD_MINUTES = 525_600
 MAX_THRESHOLD_SECONDS = MAX_THRESHOLD_MINUTES * 60
 # The longest progress interval: 9999 hours, well inside the stored seconds column.
 MAX_PROGRESS_EVERY = timedelta(hours=9999)
+# The times a task may hold (D-B27). Everything the service derives from one
+# stays inside the years a datetime holds: a deadline up to MAX_PROGRESS_EVERY
+# or a threshold later, and its display in any zone (an offset under a day).
+EARLIEST_TIME = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST_TIME = datetime(8999, 12, 31, 23, 59, 59, tzinfo=UTC)
+TIME_RANGE_RULE = "must be a time from 1970-01-01 to 8999-12-31 (UTC)"
 
 
 def whole_second(moment: datetime) -> datetime:
@@ -102,8 +111,9 @@ def parse_next_check(text: str, *, anchor: datetime, zone: tzinfo) -> datetime |
     An ISO date-time is taken as it is, in `zone` when it has no offset (D-B4);
     a duration counts from `anchor` (the task's `updated_at`, as the original
     did); free text such as `等CI` sets no checkpoint and leaves the task to
-    the stale rule (D-B3), and so does a time outside the years 1 to 9999 in
-    UTC, which no stored checkpoint can hold.
+    the stale rule (D-B3), and so does a time outside the times a task may
+    hold (EARLIEST_TIME to LATEST_TIME, D-B27), such as `0001-01-01` east of
+    UTC, which falls before the calendar's first day.
     """
     value = text.strip()
     if not value:
@@ -112,19 +122,21 @@ def parse_next_check(text: str, *, anchor: datetime, zone: tzinfo) -> datetime |
         moment = datetime.fromisoformat(value)
     except ValueError:
         try:
-            return anchor + parse_duration(value)
+            checkpoint = anchor + parse_duration(value)
         except DurationError:
             return None
         except OverflowError:
             return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=zone)
-    # In UTC: a wall time inside a DST gap or overlap compares unequal to every
-    # other aware time until it is converted (Python's fold rule).
-    try:
-        return whole_second(moment.astimezone(UTC))
-    except OverflowError:  # `0001-01-01` east of UTC falls before the calendar's first day
-        return None
+    else:
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=zone)
+        # In UTC: a wall time inside a DST gap or overlap compares unequal to every
+        # other aware time until it is converted (Python's fold rule).
+        try:
+            checkpoint = whole_second(moment.astimezone(UTC))
+        except OverflowError:
+            return None
+    return checkpoint if EARLIEST_TIME <= checkpoint <= LATEST_TIME else None
 
 
 def window_text(window: timedelta) -> str:

@@ -31,12 +31,14 @@ def parse_duration(value: str) -> timedelta:
     match = _DURATION_RE.match(text)
     if not text or match is None:
         raise DurationError(f"{value!r} is not {DURATION_RULE}")
-    parts = {k: int(v) for k, v in match.groupdict().items() if v is not None}
     try:
+        # int() refuses more than 4300 digits (ValueError), timedelta() more than
+        # 999999999 days (OverflowError): both are longer than any duration can be.
+        parts = {k: int(v) for k, v in match.groupdict().items() if v is not None}
         total = timedelta(
             hours=parts.get("h", 0), minutes=parts.get("m", 0), seconds=parts.get("s", 0)
         )
-    except OverflowError:
+    except (OverflowError, ValueError):
         raise DurationTooLong(f"{value!r} is longer than any duration can be") from None
     if total <= timedelta(0):
         raise DurationError(f"{value!r} must be longer than zero")
