@@ -9,8 +9,11 @@ from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
 from django.db import DatabaseError, connection, transaction
 from django.db.migrations.executor import MigrationExecutor
+from django.utils import translation
 
 from xworkmate.health import check_broker
 from xworkmate.models import ApiKey
@@ -23,6 +26,34 @@ LOCAL_KEY_NAME = "local"
 
 class ServiceUnavailable(RuntimeError):
     """A service the process needs cannot be reached; the message names it."""
+
+
+class AdminPasswordRefused(ValueError):
+    """XWORKMATE_ADMIN_PASSWORD fails the password validators; the message says which rules."""
+
+
+def check_admin_password() -> None:
+    """Refuse a set XWORKMATE_ADMIN_PASSWORD that Django's password validators refuse (D-K14).
+
+    Checked whenever the variable is set, before anything is created (the run
+    checks it even before migrating), so a weak password can neither become the
+    admin's nor leave a half set-up data home behind. The messages are English,
+    as the rest of the command line is, whatever `service.language_code` says.
+    """
+    given = os.environ.get(ADMIN_PASSWORD_ENV, "")
+    if not given:
+        return
+    # An unsaved user: the similarity rule compares with the admin's username.
+    user = get_user_model()(username=settings.XWORKMATE.get("service", "admin_username"))
+    with translation.override("en"):
+        try:
+            validate_password(given, user=user)
+        except ValidationError as exc:
+            rules = " ".join(exc.messages)
+            raise AdminPasswordRefused(
+                f"{ADMIN_PASSWORD_ENV}: {rules} Nothing was created; set a stronger password, "
+                "or unset the variable to have one generated."
+            ) from exc
 
 
 def require_services() -> None:
@@ -118,7 +149,11 @@ class BootstrapResult:
 
 
 def bootstrap() -> BootstrapResult:
-    """Create the admin user, a local API key and the workspace roots if missing (idempotent)."""
+    """Create the admin user, a local API key and the workspace roots if missing (idempotent).
+
+    Raises AdminPasswordRefused, having created nothing, for a weak XWORKMATE_ADMIN_PASSWORD.
+    """
+    check_admin_password()
     username = settings.XWORKMATE.get("service", "admin_username")
     user_model = get_user_model()
     password: str | None = None

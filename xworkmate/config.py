@@ -158,6 +158,34 @@ def _check_http_url(value: object) -> str:
     return text
 
 
+# The longest admin sign-in lock: long enough for any policy, far from what a
+# date minus the cool-off could overflow.
+MAX_LOGIN_COOLOFF = timedelta(days=30)
+# An HTTP header name as a reverse proxy sends it. Underscores are refused:
+# servers drop or merge such headers, and Django files `X-Real_IP` and
+# `X-Real-IP` under one request.META key, so a client could supply one.
+_HEADER_NAME_RE = re.compile(r"^[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*$")
+REMOTE_ADDR = "REMOTE_ADDR"
+
+
+def _check_login_cooloff(value: object) -> timedelta:
+    duration = _check_duration(value)
+    if duration > MAX_LOGIN_COOLOFF:
+        raise ValueError(
+            f"must be at most {format_duration(MAX_LOGIN_COOLOFF)} (got {_show(value)})"
+        )
+    return duration
+
+
+def _check_client_ip_header(value: object) -> str:
+    text = _check_nonempty_str(value)
+    if text != REMOTE_ADDR and not _HEADER_NAME_RE.match(text):
+        raise ValueError(
+            f"must be {REMOTE_ADDR} or an HTTP header name like X-Forwarded-For (got {text!r})"
+        )
+    return text
+
+
 def _check_cron(value: object) -> str:
     text = _check_nonempty_str(value)
     # Celery beat runs these jobs, so its own parser is the judge of what it accepts.
@@ -203,6 +231,22 @@ SCHEMA: dict[str, dict[str, Key]] = {
             0,
             _int_at_least(0),
             doc="gunicorn workers of `make run`; 0 = 2 x CPUs + 1, at most 12",
+        ),
+    },
+    # Admin sign-in throttling (D-K14).
+    "admin": {
+        "login_failure_limit": Key(
+            5,
+            _int_at_least(1),
+            doc="failed admin sign-ins of one username from one address before both are locked",
+        ),
+        "login_cooloff": Key(
+            timedelta(minutes=15), _check_login_cooloff, doc="how long such a lock lasts"
+        ),
+        "client_ip_header": Key(
+            REMOTE_ADDR,
+            _check_client_ip_header,
+            doc="where the client's address is read: REMOTE_ADDR, or a reverse proxy's header",
         ),
     },
     "database": {

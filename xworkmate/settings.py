@@ -34,6 +34,8 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    # Admin sign-in throttling (D-K14): the failed sign-ins it counts are tables of its own.
+    "axes",
     "xworkmate",
     # The outbox is part of the kernel, with tables of its own.
     "xworkmate.delivery",
@@ -57,6 +59,8 @@ MIDDLEWARE = [
     "xworkmate.middleware.UserLanguageMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: it turns a refused admin sign-in into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "xworkmate.urls"
@@ -82,9 +86,41 @@ DATABASES = {"default": database_settings(XWORKMATE.database_url)}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+
+# --- Admin sign-in throttling (D-K14) ----------------------------------------
+# django-axes refuses a sign-in before any password is checked once one
+# username has failed login_failure_limit times from one address within
+# login_cooloff. Only authenticate() calls reach it, and only the admin's login
+# form makes them: API keys are checked by xworkmate.auth, never counted.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_FAILURE_LIMIT = int(XWORKMATE.get("admin", "login_failure_limit"))
+AXES_COOLOFF_TIME = XWORKMATE.get("admin", "login_cooloff")
+AXES_ONLY_ADMIN_SITE = True
+AXES_CLIENT_IP_CALLABLE = "xworkmate.admin_login.client_ip"
+AXES_LOCKOUT_CALLABLE = "xworkmate.admin_login.lockout_response"
+# A lock lasts login_cooloff from the failure that set it, as the lockout page
+# says; tries during the lock are neither counted nor stored, so hammering a
+# locked sign-in neither extends it nor grows its record.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+# A successful sign-in forgets that pair's earlier typos.
+AXES_RESET_ON_SUCCESS = True
+# Only failures are kept (and they expire); a row per successful sign-in would
+# grow without bound, and nothing shows it (the lockouts have no admin page:
+# `manage.py xworkmate unlock` lifts them).
+AXES_DISABLE_ACCESS_LOG = True
+AXES_ENABLE_ADMIN = False
+# No start-up banner: every command would print it to stderr. Its warnings
+# (failures, lockouts) are logged as usual, username and address masked.
+AXES_VERBOSE = False
 
 LANGUAGE_CODE = XWORKMATE.get("service", "language_code")
 LANGUAGES = [("zh-hans", "简体中文"), ("en", "English")]

@@ -1,7 +1,8 @@
-"""`manage.py xworkmate ...`: config, API keys, bootstrap and the one-command run."""
+"""`manage.py xworkmate ...`: config, API keys, bootstrap, admin unlock and the one-command run."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import sys
@@ -9,14 +10,17 @@ from argparse import ArgumentParser
 from pathlib import Path
 from typing import Any
 
+from axes.utils import reset as axes_reset
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from xworkmate.bootstrap import (
+    AdminPasswordRefused,
     ServiceUnavailable,
     bootstrap,
+    check_admin_password,
     require_migrated_database,
     require_services,
 )
@@ -31,7 +35,7 @@ PORT_ENV = "XWORKMATE_PORT"
 
 
 class Command(BaseCommand):
-    help = "xworkmate service commands: config, apikey, bootstrap, run"
+    help = "xworkmate service commands: config, apikey, bootstrap, unlock, run"
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="action", required=True, parser_class=ArgumentParser)
@@ -77,6 +81,13 @@ class Command(BaseCommand):
 
         sub.add_parser("bootstrap", help="create the admin user and the local API key if missing")
 
+        unlock = sub.add_parser(
+            "unlock", help="lift admin sign-in locks: of a username, an address, both, or all"
+        )
+        unlock.add_argument("--username", default="", help="the locked username")
+        unlock.add_argument("--address", default="", help="the client address it was locked for")
+        unlock.add_argument("--all", action="store_true", help="lift every lock")
+
         run = sub.add_parser("run", help="migrate, bootstrap, then run web + worker + beat")
         run.add_argument(
             "--port", type=int, default=None, help=f"web port (default ${PORT_ENV} or 8000)"
@@ -92,6 +103,8 @@ class Command(BaseCommand):
         elif action == "bootstrap":
             self._require_migrated()
             self._print_bootstrap()
+        elif action == "unlock":
+            self._unlock(opts["username"], opts["address"], every=opts["all"])
         elif action == "run":
             sys.exit(self._run(opts["port"]))
 
@@ -157,6 +170,31 @@ class Command(BaseCommand):
             else:
                 self.stdout.write(f"revoked API key {found.name!r}")
 
+    # -- unlock -----------------------------------------------------------------
+    def _unlock(self, username: str, address: str, *, every: bool) -> None:
+        """Forget the failed admin sign-ins django-axes counts (D-K14), which lifts their lock."""
+        if every and (username or address):
+            raise CommandError("--all: lifts every lock, so it takes no --username or --address")
+        if not (every or username or address):
+            raise CommandError("unlock: give --username NAME, --address IP (or both), or --all")
+        if address:
+            try:
+                # As the lock recorded it (xworkmate.admin_login): 2001:DB8::1 is 2001:db8::1.
+                address = str(ipaddress.ip_address(address.strip()))
+            except ValueError:
+                raise CommandError(
+                    f"--address: must be an IPv4 or IPv6 address (got {address!r})"
+                ) from None
+        self._require_migrated()
+        removed = int(axes_reset(ip=address or None, username=username or None))
+        named = [f"username {username!r}"] if username else []
+        named += [f"address {address}"] if address else []
+        which = ", ".join(named) or "all"
+        if removed:
+            self.stdout.write(f"unlocked ({which}): removed {removed} failed sign-in record(s)")
+        else:
+            self.stdout.write(f"nothing to unlock ({which}): no failed sign-ins recorded")
+
     # -- bootstrap / run --------------------------------------------------------
     def _require_migrated(self) -> None:
         try:
@@ -165,7 +203,10 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
 
     def _print_bootstrap(self) -> None:
-        result = bootstrap()
+        try:
+            result = bootstrap()
+        except AdminPasswordRefused as exc:
+            raise CommandError(str(exc)) from exc
         for root in result.workspace_roots_created:
             self.stdout.write(f"created workspace root {root}")
         for problem in result.workspace_root_problems:
@@ -186,6 +227,11 @@ class Command(BaseCommand):
             if not raw.isdigit() or not 0 < int(raw) < 65536:
                 raise CommandError(f"{PORT_ENV}: must be a TCP port number 1-65535 (got {raw!r})")
             port = int(raw)
+        try:
+            # Before the database is touched: a refused password leaves nothing behind.
+            check_admin_password()
+        except AdminPasswordRefused as exc:
+            raise CommandError(str(exc)) from exc
         try:
             require_services()
         except ServiceUnavailable as exc:
