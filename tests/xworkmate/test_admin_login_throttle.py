@@ -7,7 +7,9 @@ guessing a password would. The failure limit is the configured default, 5.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 import pytest
 import time_machine
@@ -35,7 +37,13 @@ def alice(db):
     return User.objects.create_superuser("alice", "", RIGHT)
 
 
-def sign_in(username: str, password: str, address: str = "10.0.0.1", **meta: str):
+@dataclass
+class Attempt:
+    response: Any
+    signed_in: bool  # the admin opens for this browser session afterwards
+
+
+def sign_in(username: str, password: str, address: str = "10.0.0.1", **meta: Any) -> Attempt:
     """One attempt through the login form from `address`, in a fresh browser session.
 
     `meta` adds request headers as the server passes them on (HTTP_X_FORWARDED_FOR=...).
@@ -47,28 +55,28 @@ def sign_in(username: str, password: str, address: str = "10.0.0.1", **meta: str
         REMOTE_ADDR=address,
         **meta,
     )
-    response.signed_in = client.get("/admin/", REMOTE_ADDR=address).status_code == 200
-    return response
+    return Attempt(response, client.get("/admin/", REMOTE_ADDR=address).status_code == 200)
 
 
-def fail(times: int, username: str = "alice", address: str = "10.0.0.1", **meta: str):
+def fail(times: int, username: str = "alice", address: str = "10.0.0.1", **meta: Any) -> list[Attempt]:
     return [sign_in(username, f"guess-{n}", address, **meta) for n in range(times)]
 
 
-def is_locked_out(response) -> bool:
+def is_locked_out(attempt: Attempt) -> bool:
+    response = attempt.response
     return response.status_code == 429 and 'id="xworkmate-locked-out"' in response.content.decode()
 
 
 def test_it_locks_a_username_at_an_address_after_the_limit_even_with_the_right_password(alice):
     before = fail(LIMIT - 1)
-    assert [r.status_code for r in before] == [200] * (LIMIT - 1)  # the form again, with its error
+    assert [r.response.status_code for r in before] == [200] * (LIMIT - 1)  # the form again, with its error
     assert not any(is_locked_out(r) for r in before)
     [last] = fail(1)
     assert is_locked_out(last)
-    page = last.content.decode()
+    page = last.response.content.decode()
     assert LOCKED_EN in page
     assert "Try again later, or ask an administrator to lift the lock." in page
-    assert last["Retry-After"] == "900"
+    assert last.response["Retry-After"] == "900"
     right = sign_in("alice", RIGHT)
     assert is_locked_out(right) and not right.signed_in
 
@@ -77,7 +85,7 @@ def test_the_lockout_page_speaks_chinese_to_a_chinese_browser(alice):
     fail(LIMIT - 1)
     [last] = fail(1, HTTP_ACCEPT_LANGUAGE="zh-hans")
     assert is_locked_out(last)
-    page = last.content.decode()
+    page = last.response.content.decode()
     assert LOCKED_ZH in page and "登录已锁定" in page and "请稍后再试，或请管理员解除锁定。" in page
     assert "Too many failed sign-ins" not in page
 
