@@ -229,5 +229,9 @@ LOGGING: dict[str, Any] = {
         },
     },
     "root": {"handlers": ["console", "file"], "level": "INFO"},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        # Its INFO lines narrate each failed sign-in; the failures and lockouts are warnings.
+        "axes": {"level": "WARNING"},
+    },
 }
