@@ -24,13 +24,21 @@ LOCKOUT_TEMPLATE = "admin/xworkmate_locked_out.html"
 
 
 def _address(raw: object) -> str | None:
-    """`raw` as one normalised IP address, or None if it is not one."""
+    """`raw` as one normalised IP address, or None if it is not one.
+
+    An IPv6 zone (`fe80::1%eth0`) is refused too: PostgreSQL's inet column,
+    where the count is stored, cannot hold it, and a client could otherwise
+    turn its sign-in into a database error.
+    """
     if not isinstance(raw, str):
         return None
     try:
-        return str(ipaddress.ip_address(raw.strip()))
+        address = ipaddress.ip_address(raw.strip())
     except ValueError:
         return None
+    if isinstance(address, ipaddress.IPv6Address) and address.scope_id:
+        return None
+    return str(address)
 
 
 def _client_address(meta: Mapping[str, Any], header: str) -> str | None:
