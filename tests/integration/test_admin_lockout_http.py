@@ -39,7 +39,9 @@ def _sign_in(base: str, username: str, password: str, address: str) -> tuple[int
     jar = http.cookiejar.CookieJar()
     opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar), _NoRedirect)
     with opener.open(f"{base}/admin/login/", timeout=30) as form:
-        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.read().decode()).group(1)
+        found = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.read().decode())
+    assert found is not None, "the login form has no CSRF token"
+    token = found.group(1)
     body = urllib.parse.urlencode({"csrfmiddlewaretoken": token, "username": username,
                                    "password": password, "next": "/admin/"}).encode()
     request = urllib.request.Request(f"{base}/admin/login/", data=body, method="POST",
