@@ -22,7 +22,7 @@ from artifacts import engine
 from artifacts.engine import schema
 from artifacts.services import artifact_settings
 from xworkmate.api_errors import error_body
-from xworkmate.auth import ApiKeyAuthentication, HasScope, key_has_scope, request_key
+from xworkmate.auth import ApiKeyAuthentication, HasScope, caller_of
 from xworkmate.lib.errors import GatewayError
 from xworkmate.methods import scoped_params
 from xworkmate.openapi import api_error_responses
@@ -153,14 +153,8 @@ class _GatewayReadOrStaff(HasScope):
     """A key with gateway:read (the bridge, an agent) or a signed-in staff user (the admin)."""
 
     def has_permission(self, request: Request, view: Any) -> bool:
-        if request_key(request) is not None:
-            return key_has_scope(request, "gateway:read") or self._deny("gateway:read")
-        user = request.user
-        return bool(user is not None and user.is_authenticated and user.is_staff)
-
-    def _deny(self, scope: str) -> bool:
-        self.message = f"API key lacks scope {scope}"
-        return False
+        caller = caller_of(request)
+        return super().has_permission(request, view) if caller.key else caller.is_staff
 
 
 def _failure(exc: GatewayError) -> Response:
@@ -213,7 +207,7 @@ class ArtifactDownloadApi(APIView):
         return self._download(request, body)
 
     def _download(self, request: Request, raw: dict[str, Any]) -> Response | StreamingHttpResponse:
-        params = scoped_params({k: raw[k] for k in _REF_PARAMS if k in raw}, request_key(request))
+        params = scoped_params({k: raw[k] for k in _REF_PARAMS if k in raw}, caller_of(request))
         try:
             opened = engine.open_artifact_by_ref(
                 str(params.get("artifactRef", "")), params, artifact_settings()
@@ -284,15 +278,15 @@ class ArtifactToolApi(APIView):
         tags=["artifacts"],
     )
     def post(self, request: Request) -> Response:
-        key = request_key(request)
-        if key is None or not key.is_bound:
+        caller = caller_of(request)
+        if not caller.is_agent:
             raise PermissionDenied("the artifact tool needs an API key bound to a session and run")
         body = request.data if isinstance(request.data, dict) else {}
         context = engine.ToolContext(
-            session_key=key.bound_session_key,
-            run_id=key.bound_run_id,
-            workspace_dir=key.bound_workspace_dir,
-            relative_task_directory=key.bound_artifact_scope,
+            session_key=caller.bound_session,
+            run_id=caller.bound_run,
+            workspace_dir=caller.bound_workspace,
+            relative_task_directory=caller.bound_artifact_scope,
         )
         try:
             text = engine.tool_execute(body, context, artifact_settings())

@@ -33,6 +33,7 @@ from longrun.policies.timing import OK, PROGRESS, stale_limit, watchdog_verdict
 from longrun.selectors import longrun_rules
 from longrun.services import task_state_mark
 from xworkmate.admin import ActionAnswer, ActionPageMixin
+from xworkmate.auth import Caller
 from xworkmate.delivery.selectors import messages_with_ids
 
 # Who may end a task's run from its page (the services do the rest).
@@ -182,7 +183,7 @@ class LongTaskAdmin(ActionPageMixin, admin.ModelAdmin):  # type: ignore[type-arg
                 name=obj.name,
                 state=state,
                 note=request.POST.get("note", ""),
-                by=f"user:{request.user.get_username()}",
+                by=Caller.for_person(request.user).name,
                 now=timezone.now(),
             )
         except LongrunError as refused:

@@ -60,7 +60,7 @@ from longrun.policies.answers import (
 from longrun.policies.states import STATES
 from longrun.policies.timing import MAX_THRESHOLD_MINUTES, MAX_THRESHOLD_SECONDS
 from xworkmate.api_errors import error_body
-from xworkmate.auth import HasScope, request_key
+from xworkmate.auth import HasScope, caller_of
 from xworkmate.lib.paging import Page
 from xworkmate.lib.wire import KEY_MAX_LENGTH, NOT_BLANK_PATTERN, js_trim
 from xworkmate.openapi import api_error_responses
@@ -213,32 +213,11 @@ def _page(request: Request) -> Page:
     return page_of(request, default=LIST_PAGE, maximum=MAX_LIST_PAGE)
 
 
-def _confined_to(request: Request) -> str | None:
-    """The session an agent key acts in; None for the bridge's (unbound) keys."""
-    key = request_key(request)
-    return key.bound_session_key if key is not None and key.is_bound else None
-
-
-def _session_named(request: Request, named: str, field: str) -> str:
-    """The session an operation acts on: an agent's own (another is 403), or the one named."""
-    own = _confined_to(request)
-    if own is None:
-        return named
-    if named and js_trim(named) != own:
-        raise PermissionDenied(f"{field}: an agent key acts on its own session only")
-    return own
-
-
 def _for_every_session(request: Request, operation: str) -> None:
-    if _confined_to(request) is not None:
+    if caller_of(request).is_agent:
         raise PermissionDenied(
             f"{operation} acts on every session's tasks: a key bound to a session may not run it"
         )
-
-
-def _by(request: Request) -> str:
-    key = request_key(request)
-    return f"api-key:{key.name}" if key is not None else "api"
 
 
 def _optional(values: dict[str, Any], name: str) -> str:
@@ -461,7 +440,8 @@ class TaskSetApi(_LongrunView):
     )
     def post(self, request: Request) -> Response:
         values = self._body(self.InputSerializer)
-        key = _session_named(request, _optional(values, "origin_session_key"), "origin_session_key")
+        caller = caller_of(request)
+        key = caller.session(_optional(values, "origin_session_key"), "origin_session_key")
         return _answered(
             services.task_set(
                 name=values["task"],
@@ -477,8 +457,8 @@ class TaskSetApi(_LongrunView):
                 progress_every=_optional(values, "progress_every"),
                 force_lock=values["force_lock"],
                 reopen=values["reopen"],
-                confined_to=_confined_to(request),
-                by=_by(request),
+                confined_to=caller.confined_to,
+                by=caller.name,
                 now=timezone.now(),
             )
         )
@@ -500,7 +480,7 @@ class TaskShowApi(_LongrunView):
     def get(self, request: Request) -> Response:
         values = self._query(_TaskQuery)
         return _answered(
-            selectors.task_show(name=values["task"], confined_to=_confined_to(request))
+            selectors.task_show(name=values["task"], confined_to=caller_of(request).confined_to)
         )
 
 
@@ -520,7 +500,8 @@ class TaskListApi(_LongrunView):
     )
     def get(self, request: Request) -> Response:
         page = _page(request)
-        return _answered(selectors.tasks_list(confined_to=_confined_to(request), page=page), page)
+        own = caller_of(request).confined_to
+        return _answered(selectors.tasks_list(confined_to=own, page=page), page)
 
 
 class LocksApi(_LongrunView):
@@ -535,7 +516,8 @@ class LocksApi(_LongrunView):
     )
     def get(self, request: Request) -> Response:
         page = _page(request)
-        return _answered(selectors.locks_show(confined_to=_confined_to(request), page=page), page)
+        own = caller_of(request).confined_to
+        return _answered(selectors.locks_show(confined_to=own, page=page), page)
 
 
 class _ProgressInput(serializers.Serializer[Any]):
@@ -557,6 +539,7 @@ class _ProgressApi(_LongrunView):
     input_serializer: type[serializers.Serializer[Any]] = _ProgressInput
 
     def post(self, request: Request) -> Response:
+        caller = caller_of(request)
         values = self._body(self.input_serializer)
         return _answered(
             services.task_progress_record(
@@ -566,8 +549,8 @@ class _ProgressApi(_LongrunView):
                 note=_optional(values, "note"),
                 delivery_id=_optional(values, "delivery_id"),
                 message_hash=_optional(values, "message_hash"),
-                confined_to=_confined_to(request),
-                by=_by(request),
+                confined_to=caller.confined_to,
+                by=caller.name,
                 now=timezone.now(),
             )
         )
@@ -629,14 +612,15 @@ class _ActivityApi(_LongrunView):
     signal: services.ActivitySignal
 
     def post(self, request: Request) -> Response:
+        caller = caller_of(request)
         values = self._body(_NoteInput)
         return _answered(
             services.task_activity_record(
                 name=values["task"],
                 signal=self.signal,
                 note=_optional(values, "note"),
-                confined_to=_confined_to(request),
-                by=_by(request),
+                confined_to=caller.confined_to,
+                by=caller.name,
                 now=timezone.now(),
             )
         )
@@ -688,14 +672,15 @@ class MarkResumeApi(_LongrunView):
         description="Scope: `longrun:write`.",
     )
     def post(self, request: Request) -> Response:
+        caller = caller_of(request)
         values = self._body(self.InputSerializer)
         return _answered(
             services.task_resume_record(
                 name=values["task"],
                 reason=_optional(values, "reason"),
                 note=_optional(values, "note"),
-                confined_to=_confined_to(request),
-                by=_by(request),
+                confined_to=caller.confined_to,
+                by=caller.name,
                 now=timezone.now(),
             )
         )
@@ -727,13 +712,14 @@ class AcquireLockApi(_LongrunView):
     )
     def post(self, request: Request) -> Response:
         values = self._body(self.InputSerializer)
-        session = _session_named(request, values["session"], "session")
+        caller = caller_of(request)
+        session = caller.session(values["session"], "session")
         return _answered(
             services.lock_acquire(
                 session_key=session,
                 name=values["task"],
                 force=values["force"],
-                confined_to=_confined_to(request),
+                confined_to=caller.confined_to,
                 now=timezone.now(),
             )
         )
@@ -762,7 +748,7 @@ class ReleaseLockApi(_LongrunView):
     )
     def post(self, request: Request) -> Response:
         values = self._body(self.InputSerializer)
-        session = _session_named(request, values["session"], "session")
+        session = caller_of(request).session(values["session"], "session")
         return _answered(services.lock_release(session_key=session, name=_optional(values, "task")))
 
 
@@ -791,7 +777,7 @@ class ClearApi(_LongrunView):
         if not name:
             _for_every_session(request, "clear without a task")
             return _answered(services.tasks_clear_all())
-        return _answered(services.task_clear(name=name, confined_to=_confined_to(request)))
+        return _answered(services.task_clear(name=name, confined_to=caller_of(request).confined_to))
 
 
 # --- validate_task_start.py and the foreground heartbeat (§7.2–§7.8) -----------------------------
@@ -830,7 +816,7 @@ class ValidateTaskStartApi(_LongrunView):
                 name=values["task"],
                 expect_session_key=_optional(values, "expect_session_key"),
                 expect_states=values.get("expect_state", ()),
-                confined_to=_confined_to(request),
+                confined_to=caller_of(request).confined_to,
             )
         )
 
@@ -858,7 +844,7 @@ class ForegroundCheckApi(_LongrunView):
         values = self._query(_TaskQuery)
         return _answered(
             selectors.foreground_check(
-                name=values["task"], now=timezone.now(), confined_to=_confined_to(request)
+                name=values["task"], now=timezone.now(), confined_to=caller_of(request).confined_to
             )
         )
 
@@ -878,7 +864,9 @@ class ProgressUpdateApi(_LongrunView):
     def get(self, request: Request) -> Response:
         values = self._query(_TaskQuery)
         return _answered(
-            selectors.progress_update(name=values["task"], confined_to=_confined_to(request))
+            selectors.progress_update(
+                name=values["task"], confined_to=caller_of(request).confined_to
+            )
         )
 
 
@@ -895,7 +883,7 @@ class ForegroundTickApi(_LongrunView):
         values = self._query(_TaskQuery)
         return _answered(
             selectors.foreground_tick(
-                name=values["task"], now=timezone.now(), confined_to=_confined_to(request)
+                name=values["task"], now=timezone.now(), confined_to=caller_of(request).confined_to
             )
         )
 
@@ -929,7 +917,7 @@ class WorkCycleTickApi(_LongrunView):
                 name=values["task"],
                 step=_optional(values, "step"),
                 now=timezone.now(),
-                confined_to=_confined_to(request),
+                confined_to=caller_of(request).confined_to,
             )
         )
 
@@ -980,7 +968,7 @@ class EmitForegroundDueApi(_LongrunView):
                 now=timezone.now(),
                 stale=_span(values, "stale_minutes", "minutes"),
                 unknown_cooldown=_span(values, "unknown_cooldown_minutes", "minutes"),
-                confined_to=_confined_to(request),
+                confined_to=caller_of(request).confined_to,
                 page=page,
             ),
             page,
@@ -1007,7 +995,7 @@ class DispatchForegroundDueApi(_LongrunView):
             selectors.foreground_dispatch_plan(
                 now=timezone.now(),
                 unknown_cooldown=_span(values, "unknown_cooldown_minutes", "minutes"),
-                confined_to=_confined_to(request),
+                confined_to=caller_of(request).confined_to,
                 page=page,
             ),
             page,
@@ -1042,7 +1030,7 @@ class KeepaliveTickApi(_LongrunView):
                 name=values["task"],
                 now=timezone.now(),
                 idle=_span(values, "idle_seconds", "seconds"),
-                confined_to=_confined_to(request),
+                confined_to=caller_of(request).confined_to,
             )
         )
 
@@ -1069,7 +1057,7 @@ class EmitKeepaliveResumeApi(_LongrunView):
                 name=values["task"],
                 now=timezone.now(),
                 idle=_span(values, "idle_seconds", "seconds"),
-                confined_to=_confined_to(request),
+                confined_to=caller_of(request).confined_to,
             )
         )
 
@@ -1102,7 +1090,9 @@ class RunKeepaliveOnceApi(_LongrunView):
         values = self._body(self.InputSerializer)
         return _answered(
             services.keepalive_run_once(
-                now=timezone.now(), idle=_span(values, "idle_seconds", "seconds"), by=_by(request)
+                now=timezone.now(),
+                idle=_span(values, "idle_seconds", "seconds"),
+                by=caller_of(request).name,
             )
         )
 
@@ -1133,7 +1123,7 @@ def _report_view(
                 read(
                     now=timezone.now(),
                     stale=_span(values, "stale_minutes", "minutes"),
-                    confined_to=_confined_to(request),
+                    confined_to=caller_of(request).confined_to,
                     page=page,
                 ),
                 page,
@@ -1197,7 +1187,9 @@ class RunWatchdogOnceApi(_LongrunView):
         values = self._body(self.InputSerializer)
         return _answered(
             services.watchdog_run_once(
-                now=timezone.now(), stale=_span(values, "stale_minutes", "minutes"), by=_by(request)
+                now=timezone.now(),
+                stale=_span(values, "stale_minutes", "minutes"),
+                by=caller_of(request).name,
             )
         )
 
@@ -1278,5 +1270,5 @@ class DetectTriggerApi(_LongrunView):
     )
     def post(self, request: Request) -> Response:
         values = self._body(self.InputSerializer)
-        session = _session_named(request, _optional(values, "session_key"), "session_key")
+        session = caller_of(request).session(_optional(values, "session_key"), "session_key")
         return _answered(selectors.message_mode(message=values["message"], session_key=session))

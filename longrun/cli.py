@@ -45,11 +45,12 @@ from longrun.policies.answers import EXIT_INVALID, EXIT_OK, Answer, LongrunError
 from longrun.policies.messages import UNSET
 from longrun.policies.statefile import STATE_FILE_MAX_CHARS, parse_state, state_file_error
 from longrun.policies.timing import MAX_THRESHOLD_MINUTES, MAX_THRESHOLD_SECONDS
+from xworkmate.auth import Caller
 
 __all__ = ["SCRIPTS", "keep_stderr_for_errors", "run"]
 
-# Who the task log names for a change made from the command line.
-_BY = "cli"
+# Who the task log names for a change made from the command line (D-K12).
+_BY = Caller.command_line().name
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 

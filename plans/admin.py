@@ -52,6 +52,7 @@ from plans.services import (
 )
 from plans.wire import job_json, proposed_job
 from xworkmate.admin import ActionAnswer, ActionPageMixin, ReadOnlyMixin
+from xworkmate.auth import Caller
 from xworkmate.lib.errors import GatewayError
 from xworkmate.lib.timezones import TimeZoneError, get_zone
 
@@ -224,7 +225,10 @@ def _revision_posted(request: HttpRequest) -> int:
 def _confirm(request: HttpRequest, entry: Entry) -> ActionAnswer:
     number = _revision_posted(request)
     job = entry_confirm(
-        task_id=str(entry.task_id), revision=number, user=request.user, now=timezone.now()
+        task_id=str(entry.task_id),
+        revision=number,
+        user=Caller.for_person(request.user).person,
+        now=timezone.now(),
     )
     text = _g("Revision %(number)s is confirmed; the job is on the schedule. Next run: %(next)s.")
     return messages.SUCCESS, text % {"number": number, "next": _next_run(job)}
@@ -236,7 +240,7 @@ def _request_changes(request: HttpRequest, entry: Entry) -> ActionAnswer:
         task_id=str(entry.task_id),
         revision=number,
         comment=request.POST.get("comment", ""),
-        user=request.user,
+        user=Caller.for_person(request.user).person,
         now=timezone.now(),
     )
     text = _g("Your change request for revision %(number)s is recorded; nothing is scheduled.")
@@ -266,7 +270,7 @@ def _cancel(request: HttpRequest, entry: Entry) -> ActionAnswer:
     entry_cancel(
         task_id=str(entry.task_id),
         turn_id="",
-        written_by=request.user.get_username(),
+        written_by=Caller.for_person(request.user).name,
         now=timezone.now(),
     )
     return messages.SUCCESS, _g(

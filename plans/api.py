@@ -19,7 +19,7 @@ from drf_spectacular.utils import (
     inline_serializer,
 )
 from rest_framework import serializers
-from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -55,7 +55,7 @@ from plans.services import (
 )
 from plans.wire import cron_add_request, entry_json, run_json
 from xworkmate.api_errors import error_body
-from xworkmate.auth import HasScope, request_key
+from xworkmate.auth import TURN_HELP, HasScope, caller_of
 from xworkmate.lib.errors import GatewayError
 from xworkmate.lib.jstime import ms_to_iso
 from xworkmate.lib.paging import Page
@@ -224,37 +224,10 @@ class _PlanLineField(_TextField):
 
 _UUID_PATTERN = "[0-9a-fA-F-]{36}"
 _NAME_MAX, _TEXT_MAX, _STEP_MAX, _MAX_STEPS = 200, 4000, 2000, 20
-_TURN_HELP = (
-    "the conversation turn the write comes from (e.g. the bridge's run id); an agent key "
-    "always speaks for its own run and may leave it out"
-)
-
-
-def _caller_session(request: Request) -> str | None:
-    """The session an agent key is confined to; None for the bridge's (unbound) keys."""
-    key = request_key(request)
-    return key.bound_session_key if key is not None and key.is_bound else None
-
-
-def _caller_turn(request: Request, named: str) -> str:
-    """The turn of a write: an agent key's own run, whatever it claims (D-C14)."""
-    key = request_key(request)
-    if key is not None and key.is_bound:
-        if named and named != key.bound_run_id:
-            raise PermissionDenied("turnId: an agent key speaks for its own run only")
-        return key.bound_run_id
-    if not named:
-        raise ValidationError({"turnId": _TURN_HELP})
-    return named
-
-
-def _who(request: Request) -> str:
-    key = request_key(request)
-    return f"api-key:{key.name}" if key is not None else "api"
 
 
 def _visible_entry(request: Request, task_id: str) -> Entry:
-    entry = entry_visible_to(task_id, _caller_session(request))
+    entry = entry_visible_to(task_id, caller_of(request).confined_to)
     if entry is None:
         raise NotFound("Plan not found")
     return entry
@@ -389,7 +362,7 @@ class _ProposalFields(serializers.Serializer[Any]):
         help_text="fire times missed while the service was down: run the newest once "
         "(default) or skip them; both are recorded",
     )
-    turnId = _TextField(required=False, max_length=200, help_text=_TURN_HELP)
+    turnId = _TextField(required=False, max_length=200, help_text=TURN_HELP)
     job = _JobField(
         required=False,
         help_text="the job as OpenClaw's cron.add would take it; only the shape D-C7 allows "
@@ -476,18 +449,19 @@ class ProposePlanApi(_PlansView):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         params = data.validated_data
-        own = _caller_session(request)
-        named = params.get("sessionKey", "")
-        if own is not None and named and named != own:
-            raise PermissionDenied("sessionKey: an agent key proposes in its own session only")
-        session = own or named
+        caller = caller_of(request)
+        session = caller.session(
+            params.get("sessionKey", ""),
+            "sessionKey",
+            refusal="sessionKey: an agent key proposes in its own session only",
+        )
         if not session:
             raise ValidationError({"sessionKey": "required, the session the plan belongs to"})
         entry = plan_propose(
             session_key=session,
             proposal=Proposal(**_proposal_values(params)),
-            turn_id=_caller_turn(request, params.get("turnId", "")),
-            written_by=_who(request),
+            turn_id=caller.turn(params.get("turnId", "")),
+            written_by=caller.name,
             now=timezone.now(),
         )
         return Response({"plan": _plan_answer(request, entry)}, status=201)
@@ -521,7 +495,7 @@ class PlansListApi(_PlansView):
     )
     def get(self, request: Request) -> Response:
         page = _page(request)
-        entries = entries_visible_to(_caller_session(request))
+        entries = entries_visible_to(caller_of(request).confined_to)
         total = entries.count()
         shown = list(entries[page.offset : page.end])
         jobs = jobs_of(shown)  # one query for the page, not one per plan
@@ -670,11 +644,12 @@ class RevisePlanApi(_PlansView):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         params = data.validated_data
+        caller = caller_of(request)
         entry = entry_revise(
             task_id=str(entry.task_id),
             changes=_proposal_values(params),
-            turn_id=_caller_turn(request, params.get("turnId", "")),
-            written_by=_who(request),
+            turn_id=caller.turn(params.get("turnId", "")),
+            written_by=caller.name,
             now=timezone.now(),
         )
         return Response({"plan": _plan_answer(request, entry)})
@@ -685,7 +660,7 @@ class _UserMessage(serializers.Serializer[Any]):
         min_value=1, max_value=2**31 - 1, help_text="the PLAN.md revision the user answered"
     )
     message = _TextField(max_length=_STEP_MAX, help_text="the user's own message, verbatim")
-    turnId = _TextField(required=False, max_length=200, help_text=_TURN_HELP)
+    turnId = _TextField(required=False, max_length=200, help_text=TURN_HELP)
 
 
 class _UserMessageApi(_PlansView):
@@ -712,15 +687,14 @@ class _UserMessageApi(_PlansView):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         params = data.validated_data
-        turn = _caller_turn(request, params.get("turnId", ""))
-        key = request_key(request)
+        caller = caller_of(request)
         self._relay(
             entry,
             params,
-            turn=turn,
-            who=_who(request),
+            turn=caller.turn(params.get("turnId", "")),
+            who=caller.name,
             # An agent key's run began when the bridge issued it (D-C18).
-            agent_key_issued_at=key.created_at if key is not None and key.is_bound else None,
+            agent_key_issued_at=caller.agent_key_issued_at,
         )
         return Response({"plan": _plan_answer(request, entry)})
 
@@ -800,7 +774,7 @@ class RequestChangesApi(_UserMessageApi):
 
 
 class _TurnInput(serializers.Serializer[Any]):
-    turnId = _TextField(required=False, max_length=200, help_text=_TURN_HELP)
+    turnId = _TextField(required=False, max_length=200, help_text=TURN_HELP)
 
 
 class _JobActionApi(_PlansView):
@@ -857,11 +831,11 @@ class ResumePlanApi(_JobActionApi):
 class CancelPlanApi(_JobActionApi):
     def _act(self, request: Request, entry: Entry, turn: str, now: datetime) -> None:
         # The cancel is a PLAN.md write: it carries its turn when there is one.
-        bound = _caller_session(request) is not None
+        caller = caller_of(request)
         entry_cancel(
             task_id=str(entry.task_id),
-            turn_id=_caller_turn(request, turn) if turn or bound else "",
-            written_by=_who(request),
+            turn_id=caller.turn(turn) if turn or caller.is_agent else "",
+            written_by=caller.name,
             now=now,
         )
 

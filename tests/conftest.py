@@ -187,7 +187,7 @@ def test_methods() -> Iterator[list[str]]:
             raise ConflictError("mapping conflict: thread already mapped")
         if call.params.get("fail") == "invalid":
             raise GatewayError("openclawSessionKey required")
-        return {"method": call.method, "params": call.params, "key": call.api_key and call.api_key.name}
+        return {"method": call.method, "params": call.params, "key": call.caller.key and call.caller.key.name}
 
     names = ["test.echo.read", "test.echo.write"]
     conflict = ((409, "fail: conflict"),)  # echo's own errors, for the OpenAPI schema

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed
@@ -22,6 +21,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from xworkmate.auth import Caller
 from xworkmate.models import ApiKey, PeriodicJobState
 
 if TYPE_CHECKING:
@@ -145,7 +145,7 @@ class ApiKeyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     def save_model(self, request: HttpRequest, obj: ApiKey, form: Any, change: bool) -> None:
         if change:
             return  # keys are immutable; the change page is read-only
-        user = request.user if isinstance(request.user, User) else None
+        user = Caller.for_person(request.user).person
         key, token = api_key_create(
             name=form.cleaned_data["name"],
             scopes=form.cleaned_data["scopes"],

@@ -1,45 +1,155 @@
-"""Bearer API keys for DRF: authentication, and scope permissions.
+"""Who is calling (D-K12): bearer API keys for DRF, the one `Caller` object, scope checks.
 
 A request carries `Authorization: Bearer xwm_...`. Unknown or revoked keys
 get 401; a valid key without the scope a view needs gets 403. Scopes are
-`<area>:read` / `<area>:write` for gateway, plans and longrun; write implies
-read (xworkmate.policies.scope_allows).
+`<area>:read` / `<area>:write` for gateway, plans, longrun and delivery; write
+implies read (xworkmate.policies.scope_allows).
+
+Every door (API views, gateway methods, hooks, admin actions, the command
+line) asks a `Caller` who it is and what it may touch, and nothing else
+looks at a key's binding: an agent key bound to a session and run acts on
+that session, speaks for that run, and is named the same way in every log.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.utils import timezone
 from rest_framework.authentication import BaseAuthentication
-from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.exceptions import AuthenticationFailed, PermissionDenied, ValidationError
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
+from xworkmate.lib.wire import js_trim
 from xworkmate.models import ApiKey
 from xworkmate.policies import last_used_is_stale, scope_allows
 from xworkmate.selectors import api_key_for_token
 from xworkmate.services import api_key_touch
 
+TURN_HELP = (
+    "the conversation turn the write comes from (e.g. the bridge's run id); an agent key "
+    "always speaks for its own run and may leave it out"
+)
 
-class ApiKeyPrincipal:
-    """What `request.user` is for a key-authenticated call (not a Django user)."""
 
+@dataclass(frozen=True)
+class Caller:
+    """One caller: its key or its person, its scopes, and an agent key's binding.
+
+    Built once per request (it is `request.user` of a key-authenticated call,
+    so DRF keeps it for the request), by the admin for a signed-in person, or
+    named by the command line. `name` is what every log and `written_by` /
+    `by` field records: `api-key:<name>`, `user:<username>`, or `cli`.
+    """
+
+    name: str
+    key: ApiKey | None = None
+    person: User | None = None
+    scopes: tuple[str, ...] = ()
+    # An agent key's binding (§13.0, the host's trusted `sessionScope`); all
+    # empty for the bridge's keys, people and system callers.
+    bound_session: str = ""
+    bound_run: str = ""
+    bound_workspace: str = ""
+    bound_artifact_scope: str = ""
+
+    # What Django and DRF read of `request.user`; a Caller stands there for a key.
     is_authenticated = True
     is_anonymous = False
-    is_staff = False
 
-    def __init__(self, key: ApiKey) -> None:
-        self.key = key
+    @classmethod
+    def for_key(cls, key: ApiKey) -> Caller:
+        bound = key.is_bound
+        return cls(
+            name=f"api-key:{key.name}",
+            key=key,
+            scopes=tuple(key.scopes),
+            bound_session=key.bound_session_key if bound else "",
+            bound_run=key.bound_run_id if bound else "",
+            bound_workspace=key.bound_workspace_dir if bound else "",
+            bound_artifact_scope=key.bound_artifact_scope if bound else "",
+        )
+
+    @classmethod
+    def for_person(cls, user: object) -> Caller:
+        """A signed-in person (the admin, or a staff session on the API docs and downloads)."""
+        if isinstance(user, User) and user.is_authenticated:
+            return cls(name=f"user:{user.get_username()}", person=user)
+        return _NOBODY
+
+    @classmethod
+    def command_line(cls) -> Caller:
+        """The operator at `manage.py`: no key, no person, nothing to confine."""
+        return cls(name="cli")
 
     def __str__(self) -> str:
-        return f"api-key:{self.key.name}"
+        return self.name
+
+    @property
+    def is_agent(self) -> bool:
+        """A key bound to one session and run: an adversary confined to them."""
+        return bool(self.bound_session)
+
+    @property
+    def confined_to(self) -> str | None:
+        """The session an agent key acts in; None for everyone else."""
+        return self.bound_session or None
+
+    @property
+    def agent_key_issued_at(self) -> datetime | None:
+        """When an agent key was issued, which is when its run began; None for anyone else."""
+        return self.key.created_at if self.is_agent and self.key is not None else None
+
+    @property
+    def is_staff(self) -> bool:
+        return self.person is not None and self.person.is_staff
+
+    def may(self, scope: str) -> bool:
+        """Whether the key carries `scope` (or its write twin); people and the CLI hold none."""
+        return self.key is not None and scope_allows(self.scopes, scope)
+
+    def turn(self, named: str) -> str:
+        """The turn a plans write comes from: an agent key's own run, whatever it claims (D-C14).
+
+        The bridge's unbound keys relay the user's turns and must name one.
+        """
+        if self.is_agent:
+            if named and named != self.bound_run:
+                raise PermissionDenied("turnId: an agent key speaks for its own run only")
+            return self.bound_run
+        if not named:
+            raise ValidationError({"turnId": TURN_HELP})
+        return named
+
+    def session(self, named: str, field: str, *, refusal: str = "") -> str:
+        """The session an operation acts on: an agent's own (naming another is 403), or `named`.
+
+        `refusal` replaces the default message where an endpoint had its own.
+        """
+        if not self.is_agent:
+            return named
+        if named and js_trim(named) != self.bound_session:
+            raise PermissionDenied(refusal or f"{field}: an agent key acts on its own session only")
+        return self.bound_session
+
+
+_NOBODY = Caller(name="anonymous")
+
+
+def caller_of(request: Request) -> Caller:
+    """The caller of a DRF request: its key's (kept by DRF as `request.user`), or its person's."""
+    user: object = request.user  # typed as a Django user; for a key it is the Caller
+    return user if isinstance(user, Caller) else Caller.for_person(user)
 
 
 class ApiKeyAuthentication(BaseAuthentication):
     keyword = "Bearer"
 
-    def authenticate(self, request: Request) -> tuple[ApiKeyPrincipal, ApiKey] | None:
+    def authenticate(self, request: Request) -> tuple[Caller, ApiKey] | None:
         header = request.META.get("HTTP_AUTHORIZATION", "")
         scheme, _, token = header.partition(" ")
         if scheme.lower() != self.keyword.lower():
@@ -57,21 +167,11 @@ class ApiKeyAuthentication(BaseAuthentication):
         # there anything to write (D-K8), so most calls take no write lock.
         if last_used_is_stale(key.last_used_at, now):
             api_key_touch(key=key, now=now)
-        return ApiKeyPrincipal(key), key
+        return Caller.for_key(key), key
 
     def authenticate_header(self, request: Request) -> str:
         # Present so DRF answers 401 (not 403) to calls without credentials.
         return 'Bearer realm="xworkmate"'
-
-
-def request_key(request: Request) -> ApiKey | None:
-    auth = request.auth
-    return auth if isinstance(auth, ApiKey) else None
-
-
-def key_has_scope(request: Request, scope: str) -> bool:
-    key = request_key(request)
-    return key is not None and scope_allows(list(key.scopes), scope)
 
 
 class DenyAll(BasePermission):
@@ -88,9 +188,10 @@ class HasScope(BasePermission):
 
     def has_permission(self, request: Request, view: Any) -> bool:
         scope: str = view.required_scope
-        if request_key(request) is None:
+        caller = caller_of(request)
+        if caller.key is None:
             return False
-        if not key_has_scope(request, scope):
+        if not caller.may(scope):
             self.message = f"API key lacks scope {scope}"
             return False
         return True
@@ -100,7 +201,5 @@ class ApiKeyOrStaff(BasePermission):
     """Any valid API key, or a signed-in staff user (the schema and docs pages)."""
 
     def has_permission(self, request: Request, view: Any) -> bool:
-        if request_key(request) is not None:
-            return True
-        user = request.user
-        return bool(user is not None and user.is_authenticated and user.is_staff)
+        caller = caller_of(request)
+        return caller.key is not None or caller.is_staff

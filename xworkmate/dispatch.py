@@ -26,7 +26,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from xworkmate.api_errors import error_body
-from xworkmate.auth import ApiKeyOrStaff, key_has_scope, request_key
+from xworkmate.auth import ApiKeyOrStaff, caller_of
 from xworkmate.lib.errors import GatewayError
 from xworkmate.methods import (
     GatewayCall,
@@ -89,10 +89,11 @@ class _CanCallMethods(BasePermission):
     message = "API key lacks the required scope"
 
     def has_permission(self, request: Request, view: Any) -> bool:
-        if request_key(request) is None:
+        caller = caller_of(request)
+        if caller.key is None:
             return False
         needed = [f"{area}:read" for area in method_areas()]
-        if any(key_has_scope(request, scope) for scope in needed):
+        if any(caller.may(scope) for scope in needed):
             return True
         self.message = f"API key lacks scope {' or '.join(needed)}"
         return False
@@ -106,11 +107,11 @@ def _read_params(request: Request) -> dict[str, Any]:
 
 
 def _call(request: Request, method: GatewayMethod, params: dict[str, Any]) -> Response:
-    if not key_has_scope(request, method.scope):
+    caller = caller_of(request)
+    if not caller.may(method.scope):
         raise PermissionDenied(f"API key lacks scope {method.scope} for {method.name}")
-    key = request_key(request)
     # The trusted scope of a bound (agent) key applies to every method (§13.0).
-    call = GatewayCall(method=method.name, params=scoped_params(params, key), api_key=key)
+    call = GatewayCall(method=method.name, params=scoped_params(params, caller), caller=caller)
     payload = method.handler(call)
     return Response({"ok": True, "payload": dict(payload)})
 

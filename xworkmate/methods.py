@@ -17,10 +17,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from xworkmate.auth import Caller
 from xworkmate.lib.errors import GatewayError
 from xworkmate.lib.strict_json import decode_json
 from xworkmate.lib.wire import js_trim, with_run_identity
-from xworkmate.models import ApiKey
 from xworkmate.policies import SCOPES
 
 __all__ = [
@@ -47,7 +47,7 @@ class UnknownMethodError(GatewayError):
 class GatewayCall:
     method: str
     params: dict[str, Any]
-    api_key: ApiKey | None
+    caller: Caller  # who calls (D-K12); params are already scoped to an agent key's run
 
 
 Handler = Callable[[GatewayCall], Mapping[str, Any]]
@@ -107,7 +107,7 @@ def registered_methods() -> list[GatewayMethod]:
     return list(_METHODS.values())
 
 
-def scoped_params(params: Mapping[str, Any], api_key: ApiKey | None) -> dict[str, Any]:
+def scoped_params(params: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
     """§13.0 `scopedGatewayParams`: a key bound to a run overrides the caller's scope.
 
     The original took the session and run from the host's trusted request
@@ -115,17 +115,17 @@ def scoped_params(params: Mapping[str, Any], api_key: ApiKey | None) -> dict[str
     session S and run R can therefore only ever act on S/R, whatever its
     params say: its workspace is the bound one (or the default workspace), and
     the fallback dirs are the bridge's (the session's mapping), never the
-    agent's. Unbound keys (the bridge) pass their params unchanged.
+    agent's. Everyone else (the bridge's unbound keys) passes its params unchanged.
     """
-    if api_key is None or not api_key.is_bound:
+    if not caller.is_agent:
         return dict(params)
     return with_run_identity(
         params,
         drop=_AGENT_KEY_DECIDES,
-        session_key=api_key.bound_session_key,
-        run_id=api_key.bound_run_id,
-        workspace_dir=api_key.bound_workspace_dir,
-        artifact_scope=api_key.bound_artifact_scope,
+        session_key=caller.bound_session,
+        run_id=caller.bound_run,
+        workspace_dir=caller.bound_workspace,
+        artifact_scope=caller.bound_artifact_scope,
     )
 
 

@@ -418,7 +418,7 @@ def test_cancel_asks_first_then_writes_cancelled_into_plan_md(
     assert entry.state == Entry.REMOVED and Job.objects.get().removed_at is not None
     [item] = parse_plan_file((workspace / "archives" / ARCHIVE_ID / "PLAN.md").read_text())
     assert item.entry.status == "Cancelled"
-    assert Revision.objects.get(number=2).written_by == "reviewer"
+    assert Revision.objects.get(number=2).written_by == "user:reviewer"  # D-K12
     page = response.content.decode()
     assert 'id="cancel-link"' not in page and 'id="job-actions"' not in page
 

@@ -143,14 +143,15 @@ def test_any_area_may_register_a_method(db):
 
 def test_case_123_a_bound_key_overrides_the_callers_scope():
     """§13.0 scopedGatewayParams: session, run, workspace and task directory of the key win."""
+    from xworkmate.auth import Caller
     from xworkmate.methods import scoped_params
     from xworkmate.models import ApiKey
 
     agent = ApiKey(name="agent", bound_session_key="k1", bound_run_id="r1",
                    bound_artifact_scope="tasks/k1/r1")
     params = {"openclawSessionKey": "evil", "runId": "x", "maxFiles": 3}
-    assert scoped_params(params, agent) == {
+    assert scoped_params(params, Caller.for_key(agent)) == {
         "openclawSessionKey": "k1", "runId": "r1", "maxFiles": 3, "artifactScope": "tasks/k1/r1",
     }
-    assert scoped_params(params, ApiKey(name="bridge")) == params
-    assert scoped_params(params, None) == params
+    assert scoped_params(params, Caller.for_key(ApiKey(name="bridge"))) == params
+    assert scoped_params(params, Caller.command_line()) == params

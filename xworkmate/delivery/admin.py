@@ -9,7 +9,6 @@ attempt records who asked.
 from __future__ import annotations
 
 from django.contrib import admin, messages
-from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
@@ -17,6 +16,7 @@ from django.utils.text import Truncator
 from django.utils.translation import gettext_lazy as _
 
 from xworkmate.admin import ReadOnlyMixin
+from xworkmate.auth import Caller
 from xworkmate.delivery.models import Attempt, Message
 from xworkmate.delivery.services import DeliveryError, message_request_resend
 
@@ -89,7 +89,7 @@ class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):  # type: ignore[type-arg]
 
     @admin.action(description=_("Re-send selected messages"), permissions=("resend",))
     def resend_messages(self, request: HttpRequest, queryset: QuerySet[Message]) -> None:
-        user = request.user if isinstance(request.user, AbstractBaseUser) else None
+        user = Caller.for_person(request.user).person
         now = timezone.now()
         queued = skipped = unrouted = 0
         for message in queryset.order_by("pk"):

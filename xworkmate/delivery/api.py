@@ -21,12 +21,12 @@ from drf_spectacular.utils import (
     inline_serializer,
 )
 from rest_framework import serializers
-from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from xworkmate.auth import HasScope, request_key
+from xworkmate.auth import HasScope, caller_of
 from xworkmate.delivery.models import Message
 from xworkmate.delivery.selectors import pending_for_session, record_channels
 from xworkmate.delivery.services import message_acknowledge
@@ -53,17 +53,6 @@ class MessageSerializer(serializers.Serializer[Message]):
 
     def get_createdAt(self, message: Message) -> str:
         return wire_time(message.created_at)
-
-
-def _session_of(request: Request, named: str) -> str:
-    key = request_key(request)
-    if key is not None and key.is_bound:
-        if named and named != key.bound_session_key:
-            raise PermissionDenied(OTHER_SESSION)
-        return key.bound_session_key
-    if not named:
-        raise ValidationError({"sessionKey": "required, the session whose messages to fetch"})
-    return named
 
 
 class PendingMessagesApi(APIView):
@@ -114,7 +103,9 @@ class PendingMessagesApi(APIView):
         if len(named) > KEY_MAX_LENGTH:
             raise ValidationError({"sessionKey": f"must be at most {KEY_MAX_LENGTH} characters"})
         page = page_of(request, default=MAX_FETCH, maximum=MAX_FETCH, offset=False)
-        session = _session_of(request, named)
+        session = caller_of(request).session(named, "sessionKey", refusal=OTHER_SESSION)
+        if not session:
+            raise ValidationError({"sessionKey": "required, the session whose messages to fetch"})
         # One row past the page says whether more wait (a queue has no stable offset:
         # acknowledged messages leave it, so the next page is the next fetch).
         rows = list(pending_for_session(session, limit=page.limit + 1))
@@ -159,13 +150,11 @@ class AcknowledgeMessageApi(APIView):
         if message_id > _MAX_ID:  # beyond the id column: no such message (and no SQL error)
             raise NotFound(f"no record message {message_id} for this key")
         visible: Any = Message.objects.filter(pk=message_id, channel__in=record_channels())
-        key = request_key(request)
-        if key is not None and key.is_bound:
-            visible = visible.filter(target=key.bound_session_key)
+        caller = caller_of(request)
+        if caller.is_agent:
+            visible = visible.filter(target=caller.bound_session)
         message = visible.first()
         if message is None:
             raise NotFound(f"no record message {message_id} for this key")
-        acknowledged = message_acknowledge(
-            message=message, by=f"api-key:{key.name if key else 'unknown'}", now=timezone.now()
-        )
+        acknowledged = message_acknowledge(message=message, by=caller.name, now=timezone.now())
         return Response({"id": message.pk, "status": Message.SENT, "acknowledged": acknowledged})

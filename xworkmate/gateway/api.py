@@ -26,7 +26,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from xworkmate.auth import HasScope, request_key
+from xworkmate.auth import HasScope, caller_of
 from xworkmate.gateway.hooks import agent_end_hook, session_start_hook
 from xworkmate.gateway.models import NativeTask
 from xworkmate.gateway.policies import task_string
@@ -109,7 +109,7 @@ class SessionStartHookView(APIView):
     )
     def post(self, request: Request) -> Response:
         body = _hook_body(request, "xworkmate session_start preparation failed")
-        result = session_start_hook(_object((body or {}).get("event")), request_key(request))
+        result = session_start_hook(_object((body or {}).get("event")), caller_of(request))
         return Response({"ok": True, "prepared": result.prepared, "mapped": result.mapped})
 
 
@@ -135,7 +135,7 @@ class AgentEndHookView(APIView):
     def post(self, request: Request) -> Response:
         body = _hook_body(request, "xworkmate agent_end state capture failed") or {}
         result = agent_end_hook(
-            _object(body.get("event")), _object(body.get("ctx")), request_key(request)
+            _object(body.get("event")), _object(body.get("ctx")), caller_of(request)
         )
         return Response({"ok": True, "recorded": result.recorded})
 
@@ -285,14 +285,14 @@ class NativeTaskUpsertView(APIView):
         raw_run = record.get("runId")
         session_key = js_trim(data.validated_data["sessionKey"])
         run_id = js_trim(raw_run) if isinstance(raw_run, str) else ""
-        key = request_key(request)
-        if key is not None and key.is_bound:
+        caller = caller_of(request)
+        if caller.is_agent:
             # An agent key reports on its own run only: a record of another
             # session or run is refused, never written (terminal states are
             # sticky, so a forged one would stand for good).
-            if session_key != key.bound_session_key or run_id not in ("", key.bound_run_id):
+            if session_key != caller.bound_session or run_id not in ("", caller.bound_run):
                 raise PermissionDenied(AGENT_OWN_RUN_ONLY)
-            run_id = key.bound_run_id
+            run_id = caller.bound_run
         result = native_task_upsert(
             session_key=session_key,
             task_id=task_string(record.get("taskId")),

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from artifacts.engine import prepare_artifact_scope
 from artifacts.services import artifact_settings
+from xworkmate.auth import Caller
 from xworkmate.gateway.methods import read_mapping_request
 from xworkmate.gateway.policies import (
     hook_string,
@@ -26,7 +27,6 @@ from xworkmate.gateway.services import session_mapping_record, task_run_record_t
 from xworkmate.lib.errors import GatewayError
 from xworkmate.lib.wire import check_max_length
 from xworkmate.methods import scoped_params
-from xworkmate.models import ApiKey
 
 logger = logging.getLogger("xworkmate.gateway")
 
@@ -39,7 +39,7 @@ class HookResult:
     recorded: bool = False
 
 
-def session_start_hook(event: Mapping[str, Any], api_key: ApiKey | None) -> HookResult:
+def session_start_hook(event: Mapping[str, Any], caller: Caller) -> HookResult:
     """Prepare the run's scope, then record the mapping with source "session_start".
 
     Two steps, each checking all its params before it writes: a session that
@@ -48,7 +48,7 @@ def session_start_hook(event: Mapping[str, Any], api_key: ApiKey | None) -> Hook
     """
     context = event.get("context")
     raw = context if context is not None else event
-    params = scoped_params(raw if isinstance(raw, dict) else {}, api_key)
+    params = scoped_params(raw if isinstance(raw, dict) else {}, caller)
     if not hook_string(params.get("openclawSessionKey")) or not params.get("runId"):
         return HookResult()  # a legacy `sessionKey` alone does nothing
     prepared = False
@@ -60,7 +60,7 @@ def session_start_hook(event: Mapping[str, Any], api_key: ApiKey | None) -> Hook
             request=request,
             source="session_start",
             now=timezone.now(),
-            by_agent=api_key is not None and api_key.is_bound,
+            by_agent=caller.is_agent,
         )
     except GatewayError as exc:
         logger.warning("xworkmate session_start preparation failed: Error: %s", exc.message)
@@ -72,17 +72,15 @@ def session_start_hook(event: Mapping[str, Any], api_key: ApiKey | None) -> Hook
     return HookResult(prepared=True, mapped=True)
 
 
-def agent_end_hook(
-    event: Mapping[str, Any], ctx: Mapping[str, Any], api_key: ApiKey | None
-) -> HookResult:
+def agent_end_hook(event: Mapping[str, Any], ctx: Mapping[str, Any], caller: Caller) -> HookResult:
     """Record the run's terminal state with the final assistant text and redacted error."""
     raw_key = ctx.get("sessionKey")
     session_key = hook_string(event.get("sessionKey") if raw_key is None else raw_key)
     raw_run = event.get("runId")
     run_id = hook_string(ctx.get("runId") if raw_run is None else raw_run)
-    if api_key is not None and api_key.is_bound:
+    if caller.is_agent:
         # An agent key reports only its own run (the trusted scope of §13.0).
-        session_key, run_id = api_key.bound_session_key, api_key.bound_run_id
+        session_key, run_id = caller.bound_session, caller.bound_run
     if not session_key or not run_id:
         return HookResult()
     try:

@@ -141,9 +141,8 @@ def session_prepare_method(call: GatewayCall) -> dict[str, Any]:
     }
     plan = validate_prepare_params(engine_params, settings)
     check_max_length("runId", plan.identity.run_id)
-    by_agent = call.api_key is not None and call.api_key.is_bound
     mapping, prepared = session_prepare(
-        request=request, plan=plan, now=timezone.now(), by_agent=by_agent
+        request=request, plan=plan, now=timezone.now(), by_agent=call.caller.is_agent
     )
     return {
         **prepared,
