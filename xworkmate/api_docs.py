@@ -18,6 +18,8 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from xworkmate.auth import Caller
+
 __all__ = ["SchemaView", "api_docs"]
 
 
@@ -41,8 +43,7 @@ _swagger = _SwaggerView.as_view(url_name="schema")
 
 
 def api_docs(request: HttpRequest) -> HttpResponseBase:
-    user = getattr(request, "user", None)
-    is_staff = bool(user is not None and user.is_authenticated and user.is_staff)
-    if not is_staff and "HTTP_AUTHORIZATION" not in request.META:
+    staff = Caller.for_person(getattr(request, "user", None)).is_staff
+    if not staff and "HTTP_AUTHORIZATION" not in request.META:
         return redirect_to_login(request.get_full_path(), reverse("admin:login"))
     return _swagger(request)
