@@ -392,6 +392,13 @@ def stored(scene: Scene, *, but_own: bool = False) -> dict[str, Any]:
     return rows
 
 
+def _content(response: Any) -> bytes:
+    """The answer's bytes, a download's streamed ones included."""
+    if response.streaming:
+        return b"".join(response.streaming_content)
+    return bytes(response.content)
+
+
 def _error(response: Any, route: str) -> dict[str, Any]:
     """The API's error shape: the envelope under /gateway, `{"error"}` elsewhere."""
     assert response["Content-Type"] == "application/json", response.content[:200]
@@ -425,11 +432,11 @@ def _walk_doors(scene: Scene, who: str | None, check: Any, *, writes_only: bool 
         problem = check(route, op, response)
         if not problem and stored(scene) != before:
             problem = "stored state changed"
-        if not problem and SECRET.encode() in response.content:
+        if not problem and SECRET.encode() in _content(response):
             problem = "the answer shows the victim's data"
         if problem:
             failures.append(f"{method} /{route}: {problem} ({response.status_code}: "
-                            f"{response.content[:160]!r})")
+                            f"{_content(response)[:160]!r})")
     assert not failures, "\n".join(failures)
 
 
@@ -513,11 +520,11 @@ def test_it_keeps_an_agent_key_out_of_another_sessions_data_on_every_door(scene)
             problem = "not a refusal's code"
         elif stored(scene, but_own=op.own) != before:
             problem = "the victim's stored state changed" if op.own else "stored state changed"
-        elif SECRET.encode() in response.content:
+        elif SECRET.encode() in _content(response):
             problem = "the answer shows the victim's data"
         if problem:
             failures.append(f"{method} /{route}: {problem} ({response.status_code}: "
-                            f"{response.content[:200]!r})")
+                            f"{_content(response)[:200]!r})")
     assert not failures, "\n".join(failures)
 
 
