@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from django.db import connection
 from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver
 
 from xworkmate import methods as gateway
 from xworkmate.lib.errors import ConflictError, GatewayError
@@ -60,6 +61,20 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def url_routes() -> Iterator[tuple[str, URLPattern]]:
+    """(route, pattern) of every URL the service serves, includes walked, in URLconf order."""
+
+    def walk(patterns: list[Any], prefix: str) -> Iterator[tuple[str, URLPattern]]:
+        for pattern in patterns:
+            route = prefix + str(pattern.pattern)
+            if isinstance(pattern, URLResolver):
+                yield from walk(pattern.url_patterns, route)
+            elif isinstance(pattern, URLPattern):
+                yield route, pattern
+
+    return walk(get_resolver().url_patterns, "")
 
 
 def csrf_token(client: Client, page_url: str) -> str:

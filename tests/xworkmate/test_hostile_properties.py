@@ -20,11 +20,10 @@ from urllib.parse import quote
 
 import pytest
 from django.test import Client
-from django.urls import URLPattern, URLResolver, get_resolver
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import configure
+from tests.conftest import configure, url_routes
 from xworkmate.methods import registered_methods
 from xworkmate.services import KeyBinding, api_key_create
 
@@ -34,19 +33,11 @@ _PARAM = re.compile(r"<(?:\w+:)?(\w+)>")
 def api_endpoints() -> Iterator[tuple[str, Any]]:
     """(path, view) of every URL under /api/ and /gateway, with path params filled in."""
 
-    def walk(patterns: list[Any], prefix: str) -> Iterator[tuple[str, Any]]:
-        for pattern in patterns:
-            route = prefix + str(pattern.pattern)
-            if isinstance(pattern, URLResolver):
-                yield from walk(pattern.url_patterns, route)
-            elif isinstance(pattern, URLPattern):
-                path = "/" + _PARAM.sub("xworkmate.no-such-method", route).lstrip("^").rstrip("$")
-                if path.startswith(("/api/", "/gateway")):
-                    yield path, pattern.callback
-
     seen: dict[str, Any] = {}
-    for path, view in walk(get_resolver().url_patterns, ""):
-        seen.setdefault(path, view)
+    for route, pattern in url_routes():
+        path = "/" + _PARAM.sub("xworkmate.no-such-method", route).lstrip("^").rstrip("$")
+        if path.startswith(("/api/", "/gateway")):
+            seen.setdefault(path, pattern.callback)
     return iter(sorted(seen.items()))
 
 
