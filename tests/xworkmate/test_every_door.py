@@ -242,7 +242,7 @@ def _methods(pattern: URLPattern) -> list[str]:
     return [name.upper() for name in _HANDLERS if hasattr(view, name)]
 
 
-def doors() -> list[tuple[str, str, URLPattern]]:
+def _doors() -> list[tuple[str, str, URLPattern]]:
     """(route, method, pattern) of every route outside the admin, from the resolver."""
     found = []
     for route, pattern in url_routes():
@@ -354,7 +354,7 @@ _OWN_ROWS = {
 _APPS = ("xworkmate", "gateway", "delivery", "plans", "longrun", "auth")
 
 
-def stored(scene: Scene, *, but_own: bool = False) -> dict[str, Any]:
+def _stored(scene: Scene, *, but_own: bool = False) -> dict[str, Any]:
     """Every row of the service's tables and every file of its workspaces.
 
     A key's last use is left out (reading it is a use); with `but_own`, so are
@@ -403,12 +403,12 @@ def _error(response: Any, route: str) -> dict[str, Any]:
 
 def _guarded() -> list[tuple[str, str, Op]]:
     """Every guarded (route, method) of the resolver; one without a row fails here."""
-    unlisted = [(route, method) for route, method, _ in doors() if (route, method) not in DOORS]
+    unlisted = [(route, method) for route, method, _ in _doors() if (route, method) not in DOORS]
     assert not unlisted, (
         f"routes without a row in DOORS (tests/xworkmate/test_every_door.py): {unlisted}; "
         "add each with its sample call and what an agent key of another session gets"
     )
-    return [(r, m, op) for r, m, _ in doors() if isinstance(op := DOORS[(r, m)], Op)]
+    return [(r, m, op) for r, m, _ in _doors() if isinstance(op := DOORS[(r, m)], Op)]
 
 
 def _walk_doors(scene: Scene, who: str, check: Any, *, writes_only: bool = False) -> None:
@@ -421,10 +421,10 @@ def _walk_doors(scene: Scene, who: str, check: Any, *, writes_only: bool = False
         if writes_only and not op.write:
             continue
         but_own = op.own and who == "agent"
-        before = stored(scene, but_own=but_own)
+        before = _stored(scene, but_own=but_own)
         response = _send(scene, who or None, route, method, op)
         problem = check(route, op, response)
-        if not problem and stored(scene, but_own=but_own) != before:
+        if not problem and _stored(scene, but_own=but_own) != before:
             problem = "the victim's stored state changed" if but_own else "stored state changed"
         if not problem and SECRET.encode() in _content(response):
             problem = "the answer shows the victim's data"
@@ -438,7 +438,7 @@ def _walk_doors(scene: Scene, who: str, check: Any, *, writes_only: bool = False
 
 
 def test_it_has_a_row_for_every_route_and_no_stale_row(db):
-    served = {(route, method) for route, method, _ in doors()}
+    served = {(route, method) for route, method, _ in _doors()}
     assert served - set(DOORS) == set(), (
         "add these routes to DOORS in tests/xworkmate/test_every_door.py with a sample call"
     )
@@ -448,7 +448,7 @@ def test_it_has_a_row_for_every_route_and_no_stale_row(db):
 def test_it_marks_as_write_exactly_the_operations_that_need_a_write_scope(db):
     """The table's `write` is the view's own scope, so the read-only check tests the real rule."""
     wrong = []
-    for route, method, pattern in doors():
+    for route, method, pattern in _doors():
         op = DOORS.get((route, method))
         if not isinstance(op, Op):
             continue
