@@ -8,9 +8,13 @@ plan goes through PLAN.md first (F4, F5, D-C3): a new revision is written,
 read back and recorded, and waits for its confirmation while the job keeps
 running the last confirmed one.
 
-Locks: a write to a PLAN.md holds its Plan row (one writer per file), then the
-entry's row; a confirmation holds only the entry's row. A confirmation racing a
-revision of the same entry therefore ends one way or the other, never both.
+Locks: every write of a plan, a confirmation and a change request included,
+holds its Plan row first (one writer per file), then the entry's row. One order
+for all: a confirmation records its turn in a table that points at the Plan row
+(D-C18), and that insert waits for a writer holding the Plan row, so holding
+the entry before the plan would deadlock against a revise. A confirmation
+racing a revision of the same entry therefore ends one way or the other, never
+both.
 A locking query never joins another table: PostgreSQL re-checks a join against
 the row's new version after waiting for its lock, and a row whose foreign key
 moved meanwhile (an entry's revision) would vanish from the answer.
@@ -700,7 +704,7 @@ def entry_confirm(
     found = _entry(task_id)
     _sync_plan(found.plan.archive_id, now=now, turn_id="" if person else turn_id)
     with transaction.atomic():
-        entry = Entry.objects.select_for_update().get(pk=found.pk)
+        _, entry = _locked_plan_and_entry(task_id)
         current = entry.revision
         if revision != current.number:
             raise PlanGateError(
@@ -865,9 +869,7 @@ def entry_request_changes(
     if person is None and not turn_id.strip():
         raise PlanError("turnId: required, the conversation turn the user's message comes from")
     with transaction.atomic():
-        entry = (
-            Entry.objects.select_for_update().get(pk=_entry(task_id).pk)
-        )
+        _, entry = _locked_plan_and_entry(task_id)
         if revision != entry.revision.number:
             raise PlanGateError(
                 f"D-C3: revision {revision} is not the current one; "

@@ -20,11 +20,12 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from plans.models import Confirmation, Entry, Job, Run
+from plans.models import ChangeRequest, Confirmation, Entry, Job, Run
 from plans.services import (
     PlanGateError,
     Proposal,
     entry_confirm,
+    entry_request_changes,
     entry_revise,
     plan_propose,
     scheduler_tick,
@@ -130,6 +131,30 @@ def test_a_confirmation_racing_a_new_revision_ends_one_way_or_the_other(workspac
             assert not Job.objects.filter(entry=entry).exists()
             outcomes.add("revised, confirmation refused")
     assert outcomes  # each round ended with exactly one of the two stories
+
+
+def test_a_change_request_racing_a_new_revision_never_deadlocks(workspace):
+    # Both record the turn they come from (D-C18) in a table that points at the
+    # plan: each holds the plan's row before the entry's, so neither waits on
+    # the other in a cycle.
+    for _ in range(6):
+        entry = _propose()
+
+        def revise(entry: Entry = entry) -> Entry:
+            return entry_revise(
+                task_id=str(entry.task_id), changes={"objective": "改了"}, turn_id="turn-2",
+                written_by="test", now=timezone.now(),
+            )
+
+        def ask(entry: Entry = entry) -> Any:
+            return entry_request_changes(
+                task_id=str(entry.task_id), revision=1, comment="改时间", turn_id="turn-3",
+                now=timezone.now(),
+            )
+
+        results = run_together([_outcome(revise), _outcome(ask)])
+        assert isinstance(results[0], Entry), results
+        assert isinstance(results[1], ChangeRequest) or str(results[1]).startswith("D-C3:"), results
 
 
 def test_two_ticks_at_once_start_each_due_fire_time_once(workspace):
