@@ -104,19 +104,20 @@ def test_two_confirmations_of_one_revision_create_one_job(workspace):
     assert Confirmation.objects.count() == 1 and Job.objects.count() == 1
 
 
+def _reviser(entry: Entry) -> Callable[[], Entry]:
+    """Writes revision 2 of the entry in turn-2, when called."""
+    return lambda: entry_revise(
+        task_id=str(entry.task_id), changes={"objective": "改了"}, turn_id="turn-2",
+        written_by="test", now=timezone.now(),
+    )
+
+
 def test_a_confirmation_racing_a_new_revision_ends_one_way_or_the_other(workspace):
     outcomes = set()
     for _ in range(6):
         entry = _propose()
-
-        def revise(entry: Entry = entry) -> Entry:
-            return entry_revise(
-                task_id=str(entry.task_id), changes={"objective": "改了"}, turn_id="turn-2",
-                written_by="test", now=timezone.now(),
-            )
-
         results = run_together(
-            [_outcome(revise), _outcome(lambda entry=entry: _confirm(entry, turn="turn-3"))]
+            [_outcome(_reviser(entry)), _outcome(lambda entry=entry: _confirm(entry, turn="turn-3"))]
         )
         assert isinstance(results[0], Entry), results  # the revision is always written
         entry.refresh_from_db()
@@ -140,19 +141,13 @@ def test_a_change_request_racing_a_new_revision_never_deadlocks(workspace):
     for _ in range(6):
         entry = _propose()
 
-        def revise(entry: Entry = entry) -> Entry:
-            return entry_revise(
-                task_id=str(entry.task_id), changes={"objective": "改了"}, turn_id="turn-2",
-                written_by="test", now=timezone.now(),
-            )
-
         def ask(entry: Entry = entry) -> Any:
             return entry_request_changes(
                 task_id=str(entry.task_id), revision=1, comment="改时间", turn_id="turn-3",
                 now=timezone.now(),
             )
 
-        results = run_together([_outcome(revise), _outcome(ask)])
+        results = run_together([_outcome(_reviser(entry)), _outcome(ask)])
         assert isinstance(results[0], Entry), results
         assert isinstance(results[1], ChangeRequest) or str(results[1]).startswith("D-C3:"), results
 
