@@ -19,6 +19,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from xworkmate.supervisor import WEB_WORKER_CLASS
+
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 
@@ -166,6 +168,8 @@ def gunicorn(env: dict[str, str], token: str, workers: int) -> Iterator[int]:
             f"127.0.0.1:{port}",
             "--workers",
             str(workers),
+            "--worker-class",
+            WEB_WORKER_CLASS,
             "--log-level",
             "warning",
         ],

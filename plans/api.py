@@ -10,6 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.urls import reverse
 from django.utils import timezone
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.utils import (
     OpenApiExample,
     OpenApiParameter,
@@ -28,6 +29,7 @@ from plans.models import Entry, Job
 from plans.planfile import PlanFileError, read_plan_file
 from plans.policies import clarification_problems
 from plans.schedule import ScheduleError
+from plans.schedule.schema import schedule_schema
 from plans.selectors import (
     DEFAULT_RUNS_PAGE,
     MAX_PREVIEW_RUNS,
@@ -64,24 +66,27 @@ from xworkmate.openapi import api_error_responses
 from xworkmate.paging import page_of, page_parameters
 
 
-@extend_schema_field(
-    {
-        "type": "object",
-        "required": ["kind"],
-        "properties": {
-            "kind": {"type": "string", "description": "cron, every or at"},
-            "expr": {"type": "string", "description": "cron: 5, 6 or 7 fields, or a nickname"},
-            "tz": {"type": "string", "description": "cron: IANA zone; default hostTz"},
-            "staggerMs": {"type": "number", "description": "cron: top-of-hour stagger"},
-            "everyMs": {"type": "number", "description": "every: the interval"},
-            "anchorMs": {"type": "number", "description": "every: epoch ms of a run"},
-            "at": {"type": "string", "description": "at: an ISO date-time"},
-        },
-        "additionalProperties": True,
-    }
-)
 class _ScheduleField(serializers.DictField):
     """A schedule object; the scheduler checks it (its messages are the answer's)."""
+
+    preview = False  # a job's schedule: everyMs a whole number
+
+
+class _PreviewScheduleField(_ScheduleField):
+    preview = True  # the preview floors a fractional everyMs (D-C10)
+
+
+class _ScheduleSchema(OpenApiSerializerFieldExtension):  # type: ignore[no-untyped-call]
+    """A schedule's shape per kind, with this service's plans.min_every (D-K15)."""
+
+    target_class = _ScheduleField
+    match_subclasses = True
+
+    def map_serializer_field(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
+        min_every = settings.XWORKMATE.get("plans", "min_every")
+        return schedule_schema(
+            min_every_ms=int(min_every.total_seconds() * 1000), preview=self.target.preview
+        )
 
 
 # Not blank once stripped: DRF strips with Python's str.strip, whose whitespace is
@@ -90,7 +95,10 @@ class _ScheduleField(serializers.DictField):
 _PYTHON_WHITESPACE = "".join(f"\\u{code:04x}" for code in range(0x3001) if chr(code).isspace())
 
 
-@extend_schema_field({"type": "string", "pattern": f"[^{_PYTHON_WHITESPACE}]"})
+# No NUL either: the service refuses one in any string (D-K15).
+@extend_schema_field(
+    {"type": "string", "pattern": f"^[^\\u0000]*[^\\u0000{_PYTHON_WHITESPACE}][^\\u0000]*$"}
+)
 class _TextField(serializers.CharField):
     """A string field that refuses a number instead of turning it into text."""
 
@@ -114,7 +122,7 @@ class SchedulePreviewApi(APIView):
 
     @extend_schema_serializer(component_name="SchedulePreviewInput")
     class InputSerializer(serializers.Serializer[Any]):
-        schedule = _ScheduleField(
+        schedule = _PreviewScheduleField(
             help_text='{"kind": "cron", "expr": "30 2 * * *", "tz": "America/New_York"}, '
             '{"kind": "every", "everyMs": 3600000, "anchorMs": ...} or '
             '{"kind": "at", "at": "2026-12-01T09:00:00+08:00"}; a schedule the scheduler '
@@ -200,8 +208,9 @@ class SchedulePreviewApi(APIView):
 # PLAN.md values the API takes are one line each, without braces: the entry's rules
 # (R6, R4) would refuse a line break or a template placeholder ({{…}}, {ARCHIVE_ID})
 # later, after the schema said yes. No brace at all keeps the schema's pattern
-# plain (a pattern with lookaheads stalls schema-driven clients and fuzzers).
-_LINE_CHARS = "^\\n\\r{}"
+# plain (a pattern with lookaheads stalls schema-driven clients and fuzzers); no
+# NUL, as in every string (D-K15).
+_LINE_CHARS = "^\\u0000\\n\\r{}"
 
 
 @extend_schema_field(

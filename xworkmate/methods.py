@@ -142,7 +142,9 @@ def parse_body(raw: bytes, *, limit: int) -> dict[str, Any]:
     """
     if len(raw) > limit:
         raise body_too_large(limit)
-    if not raw.strip():
+    # No body at all reads as `{}`; a body of blanks is no JSON text, so it is refused
+    # like any other that is not one (D-K15: what the schema calls invalid is refused).
+    if not raw:
         return {}
     value = decode_json(raw)
     if not isinstance(value, dict):

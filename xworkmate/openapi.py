@@ -15,6 +15,8 @@ from typing import Any
 from drf_spectacular.utils import OpenApiResponse
 
 __all__ = [
+    "ANY_BODY",
+    "NUL_FREE_PATTERN",
     "api_error_responses",
     "error_schema",
     "gateway_error_responses",
@@ -131,10 +133,96 @@ def requires_a_field(schema: Any, components: Mapping[str, Any] | None = None) -
     return any(requires_a_field(part, components) for part in schema.get("allOf", ()))
 
 
-def postprocess_schema(
-    result: dict[str, Any], generator: Any, request: Any, public: bool
-) -> dict[str, Any]:
-    """drf-spectacular hook: a request body is required exactly when `{}` would be refused.
+# --- no NUL in any request string (D-K15) ---------------------------------------------------------
+
+# A string without NUL, as an ECMAScript regex (what JSON Schema's `pattern` is).
+# A request string with a pattern of its own (not blank, one line...) refuses NUL
+# in that pattern; tests/xworkmate/test_openapi.py checks every one of them.
+NUL_FREE_PATTERN = "^[^\\u0000]*$"
+# Marks a request body the service answers whatever it holds, NUL included (the
+# bridge's hooks, D-A14): its schema states no rule, so none is added.
+ANY_BODY = "x-any-body"
+_JSON_VALUE = "NulFreeJsonValue"
+_JSON_VALUE_REF = {"$ref": f"#/components/schemas/{_JSON_VALUE}"}
+
+
+def _json_value() -> dict[str, Any]:
+    """Any JSON value without NUL in its strings: what a field the schema leaves open (an
+    unknown member, a value of any type) may be. OpenAPI 3.0 has no rule for the names
+    of members (no `propertyNames`): that they hold no NUL either is said in words."""
+    return {
+        "description": "any JSON value; no string in it, the names of its members included, "
+        "may hold a NUL",
+        "nullable": True,
+        "anyOf": [
+            {"type": "string", "pattern": NUL_FREE_PATTERN},
+            {"type": "number"},
+            {"type": "boolean"},
+            {"type": "array", "items": _JSON_VALUE_REF},
+            {"type": "object", "additionalProperties": _JSON_VALUE_REF},
+        ],
+    }
+
+
+def _is_open(schema: dict[str, Any]) -> bool:
+    """A schema that admits any value: no type, no shape, no choice of values."""
+    shaping = ("$ref", "type", "enum", "properties", "items", "oneOf", "anyOf", "allOf", "not")
+    return not any(keyword in schema for keyword in shaping)
+
+
+class _NulFree:
+    """Adds the NUL rule to the request schemas, each component once."""
+
+    def __init__(self, components: dict[str, Any]) -> None:
+        self.components = components
+        self.done = {_JSON_VALUE}
+
+    def visit(self, schema: Any) -> None:
+        if not isinstance(schema, dict) or schema.get(ANY_BODY):
+            return
+        if "$ref" in schema:
+            name = str(schema["$ref"]).rsplit("/", 1)[-1]
+            if name not in self.done:
+                self.done.add(name)
+                self.visit(self.components.get(name))
+            return
+        if _is_open(schema) or "not" in schema:
+            # Any value (but the one `not` names) is any NUL-free one. The rule is
+            # never added inside `not`, where it would admit what it should refuse.
+            schema["allOf"] = [*schema.get("allOf", ()), _JSON_VALUE_REF]
+        is_text = schema.get("type") == "string" and schema.get("format") != "binary"
+        if is_text and "enum" not in schema:
+            schema.setdefault("pattern", NUL_FREE_PATTERN)
+        if schema.get("type") == "object" or "properties" in schema:
+            for member in schema.get("properties", {}).values():
+                self.visit(member)
+            extra = schema.get("additionalProperties", True)
+            if extra is True or extra == {}:
+                # Unknown members are ignored, but read: they follow the body's rules too.
+                schema["additionalProperties"] = _JSON_VALUE_REF
+            else:
+                self.visit(extra)
+        self.visit(schema.get("items"))
+        for keyword in ("oneOf", "anyOf", "allOf"):
+            for branch in schema.get(keyword, ()):
+                self.visit(branch)
+
+
+def _refuse_nul(result: dict[str, Any]) -> None:
+    components = result.setdefault("components", {}).setdefault("schemas", {})
+    components[_JSON_VALUE] = _json_value()
+    walker = _NulFree(components)
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", ()):
+                if parameter.get("in") in ("query", "path"):
+                    walker.visit(parameter.get("schema"))
+            for media in operation.get("requestBody", {}).get("content", {}).values():
+                walker.visit(media.get("schema"))
+
+
+def _body_required(result: dict[str, Any]) -> None:
+    """A request body is required exactly when `{}` would be refused.
 
     Every endpoint reads a missing body as `{}`; so a body is optional where
     `{}` is a valid request and required where it lacks a required field.
@@ -151,4 +239,43 @@ def postprocess_schema(
                 body["required"] = True
             else:
                 body.pop("required", None)
+
+
+# What the web server refuses before the service sees a request, for any operation: its
+# answer is JSON too (xworkmate.webserver, D-K15), the gateway's envelope, which also
+# has the REST shape's `error`.
+_WEB_SERVER_REFUSALS = {
+    414: "a request line (method, path and query) over 4094 bytes, refused by the web "
+    "server (gunicorn) before the service sees it: send long values in a POST body",
+    431: "request headers over the web server's limits (100 headers of at most 8190 bytes)",
+}
+
+
+def _web_server_refusals(result: dict[str, Any]) -> None:
+    schema = error_schema(("INVALID_REQUEST",), envelope=True)
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            responses = operation.setdefault("responses", {})
+            for status, description in _WEB_SERVER_REFUSALS.items():
+                responses.setdefault(
+                    str(status),
+                    {
+                        "content": {"application/json": {"schema": schema}},
+                        "description": description,
+                    },
+                )
+
+
+def postprocess_schema(
+    result: dict[str, Any], generator: Any, request: Any, public: bool
+) -> dict[str, Any]:
+    """drf-spectacular hook: what every operation's schema shares beyond its own view's.
+
+    A request body is required exactly when `{}` would be refused; no string of
+    a request may hold a NUL (the service refuses one anywhere); and any
+    operation may meet the web server's own refusals.
+    """
+    _body_required(result)
+    _refuse_nul(result)
+    _web_server_refusals(result)
     return result

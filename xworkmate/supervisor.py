@@ -21,6 +21,8 @@ from types import FrameType
 STOP_TIMEOUT_SECONDS = 20.0
 MAX_AUTO_WEB_WORKERS = 12
 CONTROL_SOCKET = "gunicorn.ctl"
+# gunicorn's sync worker, its own refusals (a request line too long...) in JSON (D-K15).
+WEB_WORKER_CLASS = "xworkmate.webserver.JsonErrorWorker"
 # sockaddr_un.sun_path holds 108 bytes on Linux (104 on the BSDs), the
 # terminating NUL included.
 _MAX_SOCKET_PATH_BYTES = 103
@@ -85,6 +87,8 @@ def commands(
             f"127.0.0.1:{port}",
             "--workers",
             str(workers),
+            "--worker-class",
+            WEB_WORKER_CLASS,
             *control_socket_args(home),
             "--access-logfile",
             "-",

@@ -25,6 +25,7 @@ from django.db import connection
 
 import xworkmate.celery
 from tests.conftest import ROOT, free_port
+from xworkmate.supervisor import WEB_WORKER_CLASS
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -136,7 +137,7 @@ def running_gunicorn(tmp_path: Path, config_text: str, *, workers: int) -> Itera
     with (tmp_path / "gunicorn.log").open("wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "xworkmate.wsgi:application", "--bind",
-             f"127.0.0.1:{port}", "--workers", str(workers),
+             f"127.0.0.1:{port}", "--workers", str(workers), "--worker-class", WEB_WORKER_CLASS,
              "--control-socket", str(tmp_path / "gunicorn.ctl")],
             cwd=ROOT, env=env, stdout=out, stderr=out,
         )

@@ -97,6 +97,8 @@ ALL_BODY_ENDPOINTS = [(p, False) for p in REST_BODY_ENDPOINTS] + [
         (b"[1, 2]", "request body must be a JSON object (got array)"),
         (b"\xff", "request body is not UTF-8 JSON: invalid start byte"),
         (b"{", "request body is not valid JSON: Expecting property name enclosed in double quotes at line 1 column 2"),
+        # Blanks are no JSON text (D-K15); only a body of no bytes at all reads as {}.
+        (b" \n", "request body is not valid JSON: Expecting value at line 2 column 1"),
     ],
 )
 def test_it_refuses_hostile_json_on_every_endpoint_naming_the_field(agent, path, envelope, raw, message):

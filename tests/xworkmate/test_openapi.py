@@ -5,16 +5,19 @@ from __future__ import annotations
 import importlib
 import math
 import re
+from typing import Any
 
 import pytest
 from django.urls import clear_url_caches
 from hypothesis import given
+from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from artifacts.engine.coerce import js_number, js_parse_int
 from artifacts.engine.schema import NUMERIC_STRING_PATTERN
 from xworkmate import methods as gateway
 from xworkmate.lib.wire import NOT_BLANK_PATTERN, js_trim
+from xworkmate.openapi import ANY_BODY
 
 
 @pytest.fixture
@@ -124,3 +127,92 @@ def test_a_not_blank_string_of_the_schema_is_one_the_service_keeps(text):
     """Keys are trimmed as JavaScript trims (D-K7); a NUL is refused everywhere."""
     described = re.search(NOT_BLANK_PATTERN, text) is not None
     assert described == (js_trim(text) != "" and "\x00" not in text), repr(text)
+
+
+# --- what the schema states of every request (D-K15) -------------------------------------
+
+
+def _request_schemas(schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every schema a request's value is checked against (bodies, query and path
+    parameters), each component once; not inside `not`, which inverts what it holds."""
+    components = schema["components"]["schemas"]
+    found: list[dict[str, Any]] = []
+    seen: set[str] = set()
+
+    def walk(node: object) -> None:
+        if not isinstance(node, dict) or node.get(ANY_BODY):
+            return
+        if "$ref" in node:
+            name = node["$ref"].rsplit("/", 1)[-1]
+            if name not in seen:
+                seen.add(name)
+                walk(components[name])
+            return
+        found.append(node)
+        for member in node.get("properties", {}).values():
+            walk(member)
+        for keyword in ("items", "additionalProperties"):
+            walk(node.get(keyword))
+        for keyword in ("oneOf", "anyOf", "allOf"):
+            for branch in node.get(keyword, ()):
+                walk(branch)
+
+    for operations in schema["paths"].values():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", ()):
+                if parameter["in"] in ("query", "path"):
+                    walk(parameter["schema"])
+            for media in operation.get("requestBody", {}).get("content", {}).values():
+                walk(media["schema"])
+    return found
+
+
+def _admits_any_value(node: dict[str, Any]) -> bool:
+    shaping = ("$ref", "type", "enum", "properties", "items", "oneOf", "anyOf", "allOf")
+    return not any(keyword in node for keyword in shaping)
+
+
+def test_it_states_that_no_string_of_a_request_holds_a_nul(reader):
+    schema = reader.get("/api/schema/?format=json").json()
+    nodes = _request_schemas(schema)
+    strings = [n for n in nodes if n.get("type") == "string" and "enum" not in n]
+    assert len(strings) > 100
+    assert [n for n in strings if "pattern" not in n] == []
+    # A value of any type, or a member the schema does not name, is a NUL-free one.
+    assert [n for n in nodes if _admits_any_value(n)] == []
+    objects = [n for n in nodes if n.get("type") == "object" or "properties" in n]
+    assert [n for n in objects if n.get("additionalProperties", True) in (True, {})] == []
+
+    for pattern in sorted({n["pattern"] for n in strings}):
+        _admits_no_nul(pattern)
+
+
+def _admits_no_nul(pattern: str) -> None:
+    """No string the pattern matches (as JSON Schema's `pattern` searches) holds a NUL:
+    none it produces, and none made of one of those with a NUL put in anywhere."""
+
+    @hypothesis_settings(max_examples=50, deadline=None)
+    @given(st.from_regex(pattern))
+    def check(text: str) -> None:
+        assert "\x00" not in text, pattern
+        for at in range(len(text) + 1):
+            assert not re.search(pattern, f"{text[:at]}\x00{text[at:]}"), (pattern, text, at)
+
+    check()
+
+
+def test_it_leaves_the_hooks_bodies_open_as_the_hooks_answer_any_body(reader):
+    paths = reader.get("/api/schema/?format=json").json()["paths"]
+    for hook in ("session_start", "agent_end"):
+        body = paths[f"/api/gateway/hooks/{hook}"]["post"]["requestBody"]
+        schema = body["content"]["application/json"]["schema"]
+        assert schema[ANY_BODY] is True and "additionalProperties" not in schema
+
+
+def test_it_documents_the_web_servers_refusals_on_every_operation(reader):
+    paths = reader.get("/api/schema/?format=json").json()["paths"]
+    for path, operations in paths.items():
+        for method, operation in operations.items():
+            for status in ("414", "431"):
+                answer = operation["responses"][status]["content"]["application/json"]
+                assert answer["schema"]["required"] == ["ok", "error"], (method, path)

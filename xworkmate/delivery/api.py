@@ -16,7 +16,6 @@ from typing import Any
 from django.utils import timezone
 from drf_spectacular.utils import (
     OpenApiParameter,
-    OpenApiResponse,
     extend_schema,
     inline_serializer,
 )
@@ -90,10 +89,6 @@ class PendingMessagesApi(APIView):
                     400: "a missing or blank sessionKey, or a limit out of range",
                     403: "the key lacks `delivery:read`, or an agent key names another session",
                 }
-            ),
-            414: OpenApiResponse(
-                description="a request line longer than the web server takes (gunicorn: 4094 "
-                "bytes), refused in plain text before the service sees it"
             ),
         },
         tags=["delivery"],

@@ -34,7 +34,7 @@ from xworkmate.gateway.services import native_task_upsert
 from xworkmate.lib.errors import GatewayError
 from xworkmate.lib.jstime import wire_time
 from xworkmate.lib.wire import KEY_MAX_LENGTH, NOT_BLANK_PATTERN, WHITESPACE_CLASS, js_trim
-from xworkmate.openapi import api_error_responses
+from xworkmate.openapi import ANY_BODY, api_error_responses
 from xworkmate.parsers import read_json_object
 
 logger = logging.getLogger("xworkmate.gateway")
@@ -60,6 +60,7 @@ _HOOK_ANY = "read when it is an object; anything else counts as `{}`"
 _SESSION_START_BODY = {
     "description": "Any body is answered 200 (D-A14); a body that is refused (not JSON, too "
     "large, a NUL...) is logged and the answer says `false`.",
+    ANY_BODY: True,
     "properties": {
         "event": {
             "description": "the session's start: `openclawSessionKey` and `runId` prepare the "
@@ -72,6 +73,7 @@ _SESSION_START_BODY = {
 }
 _AGENT_END_BODY = {
     "description": _SESSION_START_BODY["description"],
+    ANY_BODY: True,
     "properties": {
         "event": {
             "description": "`runId`, `success` (true records `completed`, anything else "
