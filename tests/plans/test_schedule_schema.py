@@ -12,7 +12,7 @@ import copy
 import time
 from typing import Any
 
-import jsonschema
+import jsonschema  # type: ignore[import-untyped]
 from hypothesis import given
 from hypothesis import strategies as st
 
