@@ -29,7 +29,7 @@ from plans.models import Entry, Job
 from plans.planfile import PlanFileError, read_plan_file
 from plans.policies import clarification_problems
 from plans.schedule import ScheduleError
-from plans.schedule.schema import schedule_schema
+from plans.schedule.schema import STRIPPED_CLASS, schedule_schema
 from plans.selectors import (
     DEFAULT_RUNS_PAGE,
     MAX_PREVIEW_RUNS,
@@ -89,15 +89,10 @@ class _ScheduleSchema(OpenApiSerializerFieldExtension):  # type: ignore[no-untyp
         )
 
 
-# Not blank once stripped: DRF strips with Python's str.strip, whose whitespace is
-# not that of `\s` in a schema pattern (ECMAScript's), so it is spelled out (no
-# character above U+3000 is whitespace).
-_PYTHON_WHITESPACE = "".join(f"\\u{code:04x}" for code in range(0x3001) if chr(code).isspace())
-
-
-# No NUL either: the service refuses one in any string (D-K15).
+# Not blank once stripped as DRF strips (Python's str.strip, STRIPPED_CLASS), and no
+# NUL: the service refuses one in any string (D-K15).
 @extend_schema_field(
-    {"type": "string", "pattern": f"^[^\\u0000]*[^\\u0000{_PYTHON_WHITESPACE}][^\\u0000]*$"}
+    {"type": "string", "pattern": f"^[^\\u0000]*[^\\u0000{STRIPPED_CLASS}][^\\u0000]*$"}
 )
 class _TextField(serializers.CharField):
     """A string field that refuses a number instead of turning it into text."""
@@ -216,7 +211,7 @@ _LINE_CHARS = "^\\u0000\\n\\r{}"
 @extend_schema_field(
     {
         "type": "string",
-        "pattern": f"^[{_LINE_CHARS}]*[{_LINE_CHARS}{_PYTHON_WHITESPACE}][{_LINE_CHARS}]*$",
+        "pattern": f"^[{_LINE_CHARS}]*[{_LINE_CHARS}{STRIPPED_CLASS}][{_LINE_CHARS}]*$",
     }
 )
 class _PlanLineField(_TextField):

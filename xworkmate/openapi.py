@@ -16,7 +16,6 @@ from drf_spectacular.utils import OpenApiResponse
 
 __all__ = [
     "ANY_BODY",
-    "NUL_FREE_PATTERN",
     "api_error_responses",
     "error_schema",
     "gateway_error_responses",
@@ -138,7 +137,7 @@ def requires_a_field(schema: Any, components: Mapping[str, Any] | None = None) -
 # A string without NUL, as an ECMAScript regex (what JSON Schema's `pattern` is).
 # A request string with a pattern of its own (not blank, one line...) refuses NUL
 # in that pattern; tests/xworkmate/test_openapi.py checks every one of them.
-NUL_FREE_PATTERN = "^[^\\u0000]*$"
+_NUL_FREE = "^[^\\u0000]*$"
 # Marks a request body the service answers whatever it holds, NUL included (the
 # bridge's hooks, D-A14): its schema states no rule, so none is added.
 ANY_BODY = "x-any-body"
@@ -155,7 +154,7 @@ def _json_value() -> dict[str, Any]:
         "may hold a NUL",
         "nullable": True,
         "anyOf": [
-            {"type": "string", "pattern": NUL_FREE_PATTERN},
+            {"type": "string", "pattern": _NUL_FREE},
             {"type": "number"},
             {"type": "boolean"},
             {"type": "array", "items": _JSON_VALUE_REF},
@@ -192,7 +191,7 @@ class _NulFree:
             schema["allOf"] = [*schema.get("allOf", ()), _JSON_VALUE_REF]
         is_text = schema.get("type") == "string" and schema.get("format") != "binary"
         if is_text and "enum" not in schema:
-            schema.setdefault("pattern", NUL_FREE_PATTERN)
+            schema.setdefault("pattern", _NUL_FREE)
         if schema.get("type") == "object" or "properties" in schema:
             for member in schema.get("properties", {}).values():
                 self.visit(member)

@@ -14,11 +14,12 @@ from typing import Any
 
 from ._time import MAX_MS
 
-__all__ = ["schedule_schema"]
+__all__ = ["STRIPPED_CLASS", "schedule_schema"]
 
-# What str.strip() removes (the engine trims the kind, expr, tz and at with it), as
-# the body of an ECMAScript character class.
-_STRIPPED = "".join(f"\\u{code:04x}" for code in range(0x3001) if chr(code).isspace())
+# What Python's str.strip() removes (the engine trims the kind, expr, tz and at with
+# it, DRF every CharField), as the body of an ECMAScript character class: not the
+# whitespace of `\s` there. No character above U+3000 is whitespace.
+STRIPPED_CLASS = "".join(f"\\u{code:04x}" for code in range(0x3001) if chr(code).isspace())
 _AT = (
     "[0-9]+|[0-9]{4}-[0-9]{2}-[0-9]{2}"
     "(?:T[0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\\.[0-9]{1,9})?)?(?:[Zz]|[+-][0-9]{2}:?[0-9]{2})?)?"
@@ -26,7 +27,7 @@ _AT = (
 
 
 def _trimmed(body: str) -> str:
-    return f"^[{_STRIPPED}]*(?:{body})[{_STRIPPED}]*$"
+    return f"^[{STRIPPED_CLASS}]*(?:{body})[{STRIPPED_CLASS}]*$"
 
 
 def _kind(name: str) -> dict[str, Any]:
@@ -51,7 +52,7 @@ def _shape(kind: str, properties: dict[str, Any], *required: str) -> dict[str, A
 def schedule_schema(*, min_every_ms: int, preview: bool) -> dict[str, Any]:
     """The schema of a schedule a job may run on (``preview``: one the preview takes,
     where a fractional ``everyMs`` is floored, D-C10)."""
-    not_blank = f"[^\\u0000{_STRIPPED}]"
+    not_blank = f"[^\\u0000{STRIPPED_CLASS}]"
     at = _shape(
         "at",
         {
@@ -91,7 +92,6 @@ def schedule_schema(*, min_every_ms: int, preview: bool) -> dict[str, Any]:
             "tz": {
                 "type": "string",
                 "nullable": True,
-                "pattern": "^[^\\u0000]*$",
                 "description": "an IANA zone; missing, null or blank: the host's",
             },
             "staggerMs": {
