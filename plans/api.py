@@ -57,7 +57,7 @@ from plans.services import (
 )
 from plans.wire import cron_add_request, entry_json, run_json
 from xworkmate.api_errors import error_body
-from xworkmate.auth import TURN_HELP, HasScope, caller_of
+from xworkmate.auth import TURN_HELP, Caller, HasScope, caller_of
 from xworkmate.lib.errors import GatewayError
 from xworkmate.lib.jstime import ms_to_iso
 from xworkmate.lib.paging import Page
@@ -675,15 +675,7 @@ class _UserMessageApi(_PlansView):
     class InputSerializer(_UserMessage):
         pass
 
-    def _relay(
-        self,
-        entry: Entry,
-        params: dict[str, Any],
-        *,
-        turn: str,
-        who: str,
-        agent_key_issued_at: datetime | None,
-    ) -> None:
+    def _relay(self, entry: Entry, params: dict[str, Any], *, turn: str, caller: Caller) -> None:
         raise NotImplementedError
 
     def post(self, request: Request, task_id: str) -> Response:
@@ -692,14 +684,7 @@ class _UserMessageApi(_PlansView):
         data.is_valid(raise_exception=True)
         params = data.validated_data
         caller = caller_of(request)
-        self._relay(
-            entry,
-            params,
-            turn=caller.turn(params.get("turnId", "")),
-            who=caller.name,
-            # An agent key's run began when the bridge issued it (D-C18).
-            agent_key_issued_at=caller.agent_key_issued_at,
-        )
+        self._relay(entry, params, turn=caller.turn(params.get("turnId", "")), caller=caller)
         return Response({"plan": _plan_answer(request, entry)})
 
 
@@ -717,22 +702,15 @@ def _message_schema(
 
 
 class ConfirmPlanApi(_UserMessageApi):
-    def _relay(
-        self,
-        entry: Entry,
-        params: dict[str, Any],
-        *,
-        turn: str,
-        who: str,
-        agent_key_issued_at: datetime | None,
-    ) -> None:
+    def _relay(self, entry: Entry, params: dict[str, Any], *, turn: str, caller: Caller) -> None:
         entry_confirm(
             task_id=str(entry.task_id),
             revision=params["revision"],
             message=params["message"],
             turn_id=turn,
-            relayed_by=who,
-            agent_key_issued_at=agent_key_issued_at,
+            relayed_by=caller.name,
+            # An agent key's run began when the bridge issued it (D-C18).
+            agent_key_issued_at=caller.agent_key_issued_at,
             now=timezone.now(),
         )
 
@@ -749,21 +727,13 @@ class ConfirmPlanApi(_UserMessageApi):
 
 
 class RequestChangesApi(_UserMessageApi):
-    def _relay(
-        self,
-        entry: Entry,
-        params: dict[str, Any],
-        *,
-        turn: str,
-        who: str,
-        agent_key_issued_at: datetime | None,
-    ) -> None:
+    def _relay(self, entry: Entry, params: dict[str, Any], *, turn: str, caller: Caller) -> None:
         entry_request_changes(
             task_id=str(entry.task_id),
             revision=params["revision"],
             comment=params["message"],
             turn_id=turn,
-            relayed_by=who,
+            relayed_by=caller.name,
             now=timezone.now(),
         )
 
