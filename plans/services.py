@@ -373,6 +373,21 @@ def _saw_writer(plan: Plan, turn_id: str, revision: Revision, *, role: str, now:
     )
 
 
+def _saw_answerer(
+    plan: Plan, turn_id: str, revision: Revision, *, role: str, now: datetime
+) -> None:
+    # A turn that answers revision n (confirms it, asks to change it) has seen
+    # every revision recorded so far, n and any newer one.
+    _saw(
+        plan,
+        turn_id,
+        role=role,
+        revision_number=revision.number,
+        seen_after=_newest_number(plan),
+        now=now,
+    )
+
+
 def _newest_number(plan: Plan) -> int:
     number: int | None = plan.revisions.aggregate(last=Max("number"))["last"]
     return number or 0
@@ -645,9 +660,12 @@ def _proposal_of(entry: Entry, file_entry: FileEntry) -> Proposal:
     )
 
 
-def _locked_plan_and_entry(task_id: str) -> tuple[Plan, Entry]:
-    """Lock the entry's Plan row (the PLAN.md writer's lock), then the entry."""
-    entry = _entry(task_id)
+def _locked_plan_and_entry(task_id: str, found: Entry | None = None) -> tuple[Plan, Entry]:
+    """Lock the entry's Plan row (the PLAN.md writer's lock), then the entry.
+
+    `found` is the entry when the caller has already looked it up.
+    """
+    entry = found or _entry(task_id)
     plan = Plan.objects.select_for_update().get(pk=entry.plan_id)
     return plan, Entry.objects.select_for_update().get(pk=entry.pk)
 
@@ -704,7 +722,7 @@ def entry_confirm(
     found = _entry(task_id)
     _sync_plan(found.plan.archive_id, now=now, turn_id="" if person else turn_id)
     with transaction.atomic():
-        _, entry = _locked_plan_and_entry(task_id)
+        plan, entry = _locked_plan_and_entry(task_id, found)
         current = entry.revision
         if revision != current.number:
             raise PlanGateError(
@@ -769,14 +787,7 @@ def entry_confirm(
         except IntegrityError as exc:
             raise PlanGateError(f"revision {current.number} is already confirmed") from exc
         if person is None:
-            _saw(
-                entry.plan,
-                turn_id,
-                role=Turn.CONFIRMER,
-                revision_number=current.number,
-                seen_after=_newest_number(entry.plan),
-                now=now,
-            )
+            _saw_answerer(plan, turn_id, current, role=Turn.CONFIRMER, now=now)
         job = _job_for(entry, confirmation, now=now)
         entry.confirmed_revision = current
         entry.state = Entry.SCHEDULED if job.enabled else Entry.PAUSED
@@ -869,7 +880,7 @@ def entry_request_changes(
     if person is None and not turn_id.strip():
         raise PlanError("turnId: required, the conversation turn the user's message comes from")
     with transaction.atomic():
-        _, entry = _locked_plan_and_entry(task_id)
+        plan, entry = _locked_plan_and_entry(task_id)
         if revision != entry.revision.number:
             raise PlanGateError(
                 f"D-C3: revision {revision} is not the current one; "
@@ -888,14 +899,7 @@ def entry_request_changes(
             requested_at=now,
         )
         if person is None:
-            _saw(
-                entry.plan,
-                turn_id,
-                role=Turn.CHANGE_REQUESTER,
-                revision_number=entry.revision.number,
-                seen_after=_newest_number(entry.plan),
-                now=now,
-            )
+            _saw_answerer(plan, turn_id, entry.revision, role=Turn.CHANGE_REQUESTER, now=now)
         entry.state = Entry.REVISING
         entry.updated_at = now
         entry.save(update_fields=["state", "updated_at"])

@@ -91,11 +91,11 @@ def read_plan_file(workspace: Path, archive_id: str) -> str | None:
             )
         data = handle.read(MAX_PLAN_BYTES + 1)
     if len(data) > MAX_PLAN_BYTES:
-        raise PlanFileError(f"path: {plan_path(archive_id)} is larger than {MAX_PLAN_BYTES} bytes")
+        raise PlanFileError(f"path: {name} is larger than {MAX_PLAN_BYTES} bytes")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise PlanFileError(f"path: {plan_path(archive_id)} is not UTF-8 (R5)") from exc
+        raise PlanFileError(f"path: {name} is not UTF-8 (R5)") from exc
 
 
 def write_plan_file(workspace: Path, archive_id: str, text: str) -> list[ParsedEntry]:
