@@ -27,17 +27,12 @@ import json
 import reprlib
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, tzinfo
+from datetime import datetime, tzinfo
 from typing import Any
 
 from longrun.policies.answers import EXIT_ACTION, LongrunError
 from longrun.policies.states import ACTIVE_STATES, DELIVERY_STATUSES, STATES
-from longrun.policies.timing import (
-    EARLIEST_TIME,
-    LATEST_TIME,
-    TIME_RANGE_RULE,
-    parse_progress_every,
-)
+from longrun.policies.timing import TIME_RANGE_RULE, parse_progress_every, task_time
 from xworkmate.lib.strict_json import MAX_DEPTH
 
 __all__ = [
@@ -370,13 +365,8 @@ def _time(item: Mapping[str, Any], key: str, zone: tzinfo) -> datetime | None:
         moment = datetime.fromisoformat(value.strip())
     except ValueError as exc:
         raise _Invalid(f"invalid {key}: {_shown(value)} is not an ISO 8601 time") from exc
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=zone)
-    try:
-        utc: datetime | None = moment.astimezone(UTC).replace(microsecond=0)
-    except OverflowError:  # no UTC time at all: before the year 1 or after 9999
-        utc = None
-    if utc is None or not EARLIEST_TIME <= utc <= LATEST_TIME:
+    utc = task_time(moment, zone)
+    if utc is None:
         raise _Invalid(f"invalid {key}: {_shown(value)} {TIME_RANGE_RULE}")
     return utc
 

@@ -27,8 +27,6 @@ from longrun.policies.states import (
 from xworkmate.lib.durations import DurationError, format_duration, parse_duration
 
 __all__ = [
-    "EARLIEST_TIME",
-    "LATEST_TIME",
     "OK",
     "PROGRESS",
     "RECOVERY",
@@ -48,6 +46,7 @@ __all__ = [
     "progress_slot",
     "recently_unknown",
     "stale_limit",
+    "task_time",
     "watchdog_verdict",
     "whole_second",
     "window_text",
@@ -68,8 +67,8 @@ MAX_PROGRESS_EVERY = timedelta(hours=9999)
 # The times a task may hold (D-B27). Everything the service derives from one
 # stays inside the years a datetime holds: a deadline up to MAX_PROGRESS_EVERY
 # or a threshold later, and its display in any zone (an offset under a day).
-EARLIEST_TIME = datetime(1970, 1, 1, tzinfo=UTC)
-LATEST_TIME = datetime(8999, 12, 31, 23, 59, 59, tzinfo=UTC)
+_EARLIEST_TIME = datetime(1970, 1, 1, tzinfo=UTC)
+_LATEST_TIME = datetime(8999, 12, 31, 23, 59, 59, tzinfo=UTC)
 TIME_RANGE_RULE = "must be a time from 1970-01-01 to 8999-12-31 (UTC)"
 
 
@@ -112,7 +111,7 @@ def parse_next_check(text: str, *, anchor: datetime, zone: tzinfo) -> datetime |
     a duration counts from `anchor` (the task's `updated_at`, as the original
     did); free text such as `等CI` sets no checkpoint and leaves the task to
     the stale rule (D-B3), and so does a time outside the times a task may
-    hold (EARLIEST_TIME to LATEST_TIME, D-B27), such as `0001-01-01` east of
+    hold (_EARLIEST_TIME to _LATEST_TIME, D-B27), such as `0001-01-01` east of
     UTC, which falls before the calendar's first day.
     """
     value = text.strip()
@@ -128,15 +127,24 @@ def parse_next_check(text: str, *, anchor: datetime, zone: tzinfo) -> datetime |
         except OverflowError:
             return None
     else:
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=zone)
-        # In UTC: a wall time inside a DST gap or overlap compares unequal to every
-        # other aware time until it is converted (Python's fold rule).
-        try:
-            checkpoint = whole_second(moment.astimezone(UTC))
-        except OverflowError:
-            return None
-    return checkpoint if EARLIEST_TIME <= checkpoint <= LATEST_TIME else None
+        return task_time(moment, zone)
+    return checkpoint if _EARLIEST_TIME <= checkpoint <= _LATEST_TIME else None
+
+
+def task_time(moment: datetime, zone: tzinfo) -> datetime | None:
+    """`moment` as a task holds a time: in UTC, whole seconds, read in `zone` when it
+    has no offset; None when it is not one a task may hold (_EARLIEST_TIME to
+    _LATEST_TIME, D-B27), or has no UTC time at all (before the year 1 or after 9999
+    once its offset is applied)."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=zone)
+    # In UTC: a wall time inside a DST gap or overlap compares unequal to every
+    # other aware time until it is converted (Python's fold rule).
+    try:
+        utc = whole_second(moment.astimezone(UTC))
+    except OverflowError:
+        return None
+    return utc if _EARLIEST_TIME <= utc <= _LATEST_TIME else None
 
 
 def window_text(window: timedelta) -> str:
