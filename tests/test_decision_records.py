@@ -13,7 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DECISIONS_DIR = ROOT / "docs" / "decisions"
-SOURCE_DIRS = ("xworkmate", "artifacts", "plans", "longrun", "tests", "bench")
+SOURCE_DIRS = ("xworkmate", "gateway", "artifacts", "plans", "longrun", "tests", "bench")
 EXTRA_FILES = ("README.md",)
 SKIPPED_DIRS = {".venv", "__pycache__"}
 

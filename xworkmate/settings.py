@@ -40,7 +40,7 @@ INSTALLED_APPS = [
     # The outbox is part of the kernel, with tables of its own.
     "xworkmate.delivery",
     # The apps, in the order their gateway methods are registered (§1.4).
-    "xworkmate.gateway",
+    "gateway",
     "artifacts",
     "plans",
     "longrun",

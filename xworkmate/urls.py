@@ -20,7 +20,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("admin/language/", views.set_language, name="xworkmate-set-language"),
     # The apps' pages, some under /admin/, come before the admin's catch-all.
     path("", include("xworkmate.delivery.urls")),
-    path("", include("xworkmate.gateway.urls")),
+    path("", include("gateway.urls")),
     path("", include("artifacts.urls")),
     path("", include("plans.urls")),
     path("", include("longrun.urls")),

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from gateway.models import NativeTask, SessionEntry, SessionMapping, TaskRun
 from tests.conftest import ApiClient, configure
-from xworkmate.gateway.models import NativeTask, SessionEntry, SessionMapping, TaskRun
 
 
 @pytest.fixture

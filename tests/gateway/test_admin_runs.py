@@ -11,9 +11,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
+from gateway.models import SessionEntry, TaskRun
 from tests.conftest import configure
 from tests.gateway.conftest import prepare
-from xworkmate.gateway.models import SessionEntry, TaskRun
 
 
 @pytest.fixture

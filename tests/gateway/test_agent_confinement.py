@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from gateway.models import NativeTask, SessionMapping, TaskRun
 from tests.conftest import ApiClient
 from tests.gateway.conftest import call, native, prepare, session_start, tasks_get
-from xworkmate.gateway.models import NativeTask, SessionMapping, TaskRun
 from xworkmate.services import KeyBinding, api_key_create
 
 VICTIM = {"openclawSessionKey": "victim", "runId": "vr", "appThreadKey": "victim-thread"}

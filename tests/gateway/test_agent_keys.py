@@ -62,7 +62,7 @@ def test_the_admin_shows_sessions_mappings_runs_and_native_tasks_read_only(clien
         assert page.status_code == 200, path
         assert "k1" in page.content.decode() or "t1" in page.content.decode()
         assert client.get(f"/admin/gateway/{path}/add/").status_code == 403
-    from xworkmate.gateway.models import TaskRun
+    from gateway.models import TaskRun
 
     run = TaskRun.objects.get()
     detail = client.get(f"/admin/gateway/taskrun/{run.pk}/change/").content.decode()

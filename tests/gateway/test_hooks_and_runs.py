@@ -9,10 +9,10 @@ import pytest
 import time_machine
 from django.utils import timezone
 
+from gateway.models import NativeTask, SessionMapping, TaskRun
+from gateway.policies import last_assistant_text, sanitize_error, sanitize_output
+from gateway.services import task_run_history_purge
 from tests.gateway.conftest import agent_end, db_state, native, prepare, session_start, tasks_get
-from xworkmate.gateway.models import NativeTask, SessionMapping, TaskRun
-from xworkmate.gateway.policies import last_assistant_text, sanitize_error, sanitize_output
-from xworkmate.gateway.services import task_run_history_purge
 
 
 def test_g121_it_extracts_only_the_final_assistant_display_text():
@@ -217,7 +217,7 @@ def test_a_new_run_purges_its_sessions_history_past_the_retention(bridge, worksp
 
 
 def test_the_purge_task_is_a_celery_task(db):
-    from xworkmate.gateway.tasks import purge_task_run_history
+    from gateway.tasks import purge_task_run_history
 
     assert purge_task_run_history.name == "xworkmate.purge_task_run_history"
     assert purge_task_run_history.run() == 0
@@ -226,7 +226,7 @@ def test_the_purge_task_is_a_celery_task(db):
 def test_an_update_never_dates_before_a_concurrent_creation(db):
     """The race seen on PostgreSQL: another request created the record with a `now`
     taken just after ours; our update must not set updated_at before created_at."""
-    from xworkmate.gateway.services import native_task_upsert
+    from gateway.services import native_task_upsert
 
     later = timezone.now()
     earlier = later - timedelta(milliseconds=2)

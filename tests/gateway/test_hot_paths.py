@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
+from gateway.models import SessionEntry, SessionMapping, TaskRun
 from tests.gateway.conftest import call, native, prepare, tasks_get
-from xworkmate.gateway.models import SessionEntry, SessionMapping, TaskRun
 
 _TRANSACTION = re.compile(r"^(BEGIN|COMMIT|SAVEPOINT|RELEASE|ROLLBACK)\b")
 

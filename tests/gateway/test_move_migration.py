@@ -14,7 +14,7 @@ from django.contrib.contenttypes.models import ContentType
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from xworkmate.gateway.models import NativeTask, SessionEntry, SessionMapping, TaskRun
+from gateway.models import NativeTask, SessionEntry, SessionMapping, TaskRun
 
 BEFORE_THE_MOVE = [("xworkmate", "0002_gateway_sessions_runs"), ("gateway", None)]
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
+from gateway.policies import sanitize_error
 from tests.gateway.conftest import agent_end, tasks_get
-from xworkmate.gateway.policies import sanitize_error
 
 
 @pytest.mark.parametrize(

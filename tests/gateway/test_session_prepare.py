@@ -6,8 +6,8 @@ import base64
 
 import pytest
 
+from gateway.models import SessionEntry, SessionMapping, TaskRun
 from tests.gateway.conftest import call, db_state, prepare, tasks_get, tree
-from xworkmate.gateway.models import SessionEntry, SessionMapping, TaskRun
 from xworkmate.services import KeyBinding, api_key_create
 
 CONFLICT = "conflict: xworkmate session mapping already points to a different session"

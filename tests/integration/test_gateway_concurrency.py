@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from django.db import connection
 
+from gateway.models import NativeTask, SessionEntry, SessionMapping, TaskRun
 from tests.conftest import ApiClient
 from tests.gateway.conftest import workspace  # noqa: F401 (fixture)
-from xworkmate.gateway.models import NativeTask, SessionEntry, SessionMapping, TaskRun
 from xworkmate.services import api_key_create
 
 CONFLICT = "conflict: xworkmate session mapping already points to a different session"

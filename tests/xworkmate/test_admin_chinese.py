@@ -11,7 +11,7 @@ from django.contrib.admin.utils import label_for_field
 from django.contrib.auth.models import User
 from django.utils import translation
 
-from xworkmate.gateway.models import TaskRun
+from gateway.models import TaskRun
 from xworkmate.models import ApiKey, PeriodicJobState
 
 PROJECT_APPS = ("xworkmate", "delivery", "gateway", "artifacts", "plans", "longrun")

@@ -33,11 +33,11 @@ from django.db.models import Q
 from django.urls import URLPattern
 from django.utils import timezone
 
+from gateway.models import NativeTask, SessionEntry, SessionMapping, TaskRun
 from longrun import services as longrun_services
 from tests.conftest import ApiClient, configure, url_routes
 from tests.gateway.conftest import call, native, prepare
 from xworkmate.delivery.services import outbox_enqueue
-from xworkmate.gateway.models import NativeTask, SessionEntry, SessionMapping, TaskRun
 from xworkmate.methods import get_method
 from xworkmate.models import ApiKey
 from xworkmate.services import KeyBinding, api_key_create, api_key_revoke

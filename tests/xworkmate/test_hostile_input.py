@@ -169,7 +169,7 @@ def test_it_applies_max_body_bytes_to_every_rest_endpoint(agent, path, settings)
 
 
 def test_a_hook_logs_a_hostile_body_and_answers_200_as_hooks_do(owner, workspace, caplog):
-    with caplog.at_level(logging.WARNING, logger="xworkmate.gateway"):
+    with caplog.at_level(logging.WARNING, logger="gateway"):
         response = owner.post("/api/gateway/hooks/agent_end",
                               raw=b'{"event": {"runId": "r\\u0000"}, "ctx": {}}')
     assert response.status_code == 200 and response.json() == {"ok": True, "recorded": False}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.utils import timezone
 
-from xworkmate.gateway.services import task_run_history_purge
+from gateway.services import task_run_history_purge
 
 
 # The task keeps the name it had in the kernel, so configs that name it still work.

@@ -26,11 +26,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from gateway.hooks import agent_end_hook, session_start_hook
+from gateway.models import NativeTask
+from gateway.policies import task_string
+from gateway.services import native_task_upsert
 from xworkmate.auth import HasScope, caller_of
-from xworkmate.gateway.hooks import agent_end_hook, session_start_hook
-from xworkmate.gateway.models import NativeTask
-from xworkmate.gateway.policies import task_string
-from xworkmate.gateway.services import native_task_upsert
 from xworkmate.lib.errors import GatewayError
 from xworkmate.lib.jstime import wire_time
 from xworkmate.lib.wire import KEY_MAX_LENGTH, NOT_BLANK_PATTERN, WHITESPACE_CLASS, js_trim

@@ -20,8 +20,8 @@ from django.utils.translation import gettext_lazy as _
 
 from artifacts.engine import list_artifacts
 from artifacts.services import artifact_settings
+from gateway.models import NativeTask, SessionEntry, SessionMapping, TaskRun
 from xworkmate.admin import ReadOnlyMixin
-from xworkmate.gateway.models import NativeTask, SessionEntry, SessionMapping, TaskRun
 from xworkmate.lib.errors import GatewayError
 
 

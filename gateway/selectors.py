@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from django.db import connection
 
-from xworkmate.gateway.models import NativeTask, SessionEntry, SessionMapping, TaskRun
+from gateway.models import NativeTask, SessionEntry, SessionMapping, TaskRun
 from xworkmate.sql import columns, table
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern, path
 
-from xworkmate.gateway import api
+from gateway import api
 
 urlpatterns: list[URLPattern] = [
     path(

@@ -15,15 +15,15 @@ from django.utils import timezone
 
 from artifacts.engine import prepare_artifact_scope
 from artifacts.services import artifact_settings
-from xworkmate.auth import Caller
-from xworkmate.gateway.methods import read_mapping_request
-from xworkmate.gateway.policies import (
+from gateway.methods import read_mapping_request
+from gateway.policies import (
     hook_string,
     last_assistant_text,
     sanitize_error,
     sanitize_output,
 )
-from xworkmate.gateway.services import session_mapping_record, task_run_record_terminal
+from gateway.services import session_mapping_record, task_run_record_terminal
+from xworkmate.auth import Caller
 from xworkmate.lib.errors import GatewayError
 from xworkmate.lib.wire import check_max_length
 from xworkmate.methods import scoped_params

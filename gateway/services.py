@@ -12,13 +12,13 @@ from django.db.models import DateTimeField, F, Q, Subquery, Value
 from django.db.models.functions import Coalesce, Greatest
 
 from artifacts.engine import PreparePlan, create_prepared_scope
-from xworkmate import sql
-from xworkmate.gateway.models import NativeTask, SessionEntry, SessionMapping, TaskRun
-from xworkmate.gateway.policies import (
+from gateway.models import NativeTask, SessionEntry, SessionMapping, TaskRun
+from gateway.policies import (
     MAX_RECORDED_TASK_RUNS,
     history_purge_before,
     native_status_may_change,
 )
+from xworkmate import sql
 from xworkmate.lib.errors import ConflictError, ForbiddenError, GatewayError
 from xworkmate.lib.jstime import wire_time
 from xworkmate.sql import columns, table
@@ -36,7 +36,7 @@ RUN_WRITE_FAILED = "failed to write xworkmate task run state"
 
 @dataclass(frozen=True)
 class MappingInput:
-    """A validated mapping request (xworkmate.gateway.methods builds it from the params)."""
+    """A validated mapping request (gateway.methods builds it from the params)."""
 
     app_thread_key: str
     session_key: str

@@ -7,14 +7,14 @@ from django.utils.translation import gettext_lazy as _
 
 
 class GatewayConfig(AppConfig):
-    name = "xworkmate.gateway"
+    name = "gateway"
     label = "gateway"
     verbose_name = _("Gateway")
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from gateway.methods import METHODS
         from xworkmate.config import PeriodicJob
-        from xworkmate.gateway.methods import METHODS
         from xworkmate.methods import register_method
         from xworkmate.periodic import register_default_job
 

@@ -1,8 +1,8 @@
 """The gateway's own methods: `xworkmate.session.prepare` and `xworkmate.tasks.get`.
 
 Contract §13.0-§13.2. Here the params are read and checked and the payloads
-built, in the contract's key order; the writes are xworkmate.gateway.services,
-the reads xworkmate.gateway.selectors. `METHODS` is what the app registers in
+built, in the contract's key order; the writes are gateway.services,
+the reads gateway.selectors. `METHODS` is what the app registers in
 the kernel's method table (apps.py), first in the contract's order (§1.4).
 """
 
@@ -42,16 +42,16 @@ from artifacts.engine.schema import (
     payload_object,
 )
 from artifacts.services import artifact_settings
-from xworkmate.gateway.models import NativeTask, SessionMapping, TaskRun
-from xworkmate.gateway.policies import (
+from gateway.models import NativeTask, SessionMapping, TaskRun
+from gateway.policies import (
     SESSION_KEY_NOT_A_STRING,
     app_status_from_task_status,
     lookup_session_key,
     schema_version_is_one,
     task_string,
 )
-from xworkmate.gateway.selectors import native_task_lookup, session_state
-from xworkmate.gateway.services import MappingInput, session_prepare
+from gateway.selectors import native_task_lookup, session_state
+from gateway.services import MappingInput, session_prepare
 from xworkmate.lib.errors import GatewayError
 from xworkmate.lib.jstime import wire_time
 from xworkmate.lib.wire import (
