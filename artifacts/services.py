@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
+from artifacts.conf import artifacts_conf
 from artifacts.engine import ArtifactSettings
 from xworkmate.datahome import stored_secret
 from xworkmate.lib.openclaw import default_tmp_dir
@@ -18,19 +19,17 @@ SECRET_NAME = "artifact_ref_secret"  # noqa: S105 (a file name)
 
 def artifact_settings() -> ArtifactSettings:
     config = settings.XWORKMATE
-    secret = config.get("artifacts", "ref_signing_secret") or stored_secret(
-        settings.HOME, SECRET_NAME
-    )
+    section = artifacts_conf(config)
+    secret = section.ref_signing_secret or stored_secret(settings.HOME, SECRET_NAME)
     return ArtifactSettings(
         signing_secret=secret,
         workspace_roots=config.workspace_roots,
-        max_files=config.get("artifacts", "max_files"),
-        max_inline_bytes=config.get("artifacts", "max_inline_bytes"),
-        snapshot_max_files=config.get("artifacts", "snapshot_max_files"),
-        scan_shared_media_roots=config.get("artifacts", "scan_shared_media_roots"),
-        openclaw_media_dir=config.get("artifacts", "openclaw_media_dir"),
-        openclaw_tmp_dir=config.get("artifacts", "openclaw_tmp_dir")
-        or default_tmp_dir(),
-        max_inline_total_bytes=config.get("artifacts", "max_inline_total_bytes"),
-        hash_budget_seconds=config.get("artifacts", "hash_budget").total_seconds(),
+        max_files=section.max_files,
+        max_inline_bytes=section.max_inline_bytes,
+        snapshot_max_files=section.snapshot_max_files,
+        scan_shared_media_roots=section.scan_shared_media_roots,
+        openclaw_media_dir=section.openclaw_media_dir,
+        openclaw_tmp_dir=section.openclaw_tmp_dir or default_tmp_dir(),
+        max_inline_total_bytes=section.max_inline_total_bytes,
+        hash_budget_seconds=section.hash_budget.total_seconds(),
     )

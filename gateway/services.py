@@ -6,12 +6,12 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import DateTimeField, F, Q, Subquery, Value
 from django.db.models.functions import Coalesce, Greatest
 
 from artifacts.engine import PreparePlan, create_prepared_scope
+from gateway.conf import gateway_conf
 from gateway.models import NativeTask, SessionEntry, SessionMapping, TaskRun
 from gateway.policies import (
     MAX_RECORDED_TASK_RUNS,
@@ -229,7 +229,7 @@ def _evict_beyond_newest(*, entry: SessionEntry, now: datetime) -> None:
     # wait for the periodic purge (task_run_history_purge). A session has a
     # history only once it is at the cap, and from then on each new run evicts
     # one, so purging when evicting purges whenever the history grows.
-    retention = settings.XWORKMATE.get("gateway", "run_history_retention")
+    retention = gateway_conf().run_history_retention
     TaskRun.objects.filter(
         session=entry, evicted_at__lt=history_purge_before(now, retention)
     ).delete()
@@ -284,7 +284,7 @@ def task_run_record_terminal(
 
 def task_run_history_purge(*, now: datetime) -> int:
     """Delete history runs older than `gateway.run_history_retention`; returns how many."""
-    retention = settings.XWORKMATE.get("gateway", "run_history_retention")
+    retention = gateway_conf().run_history_retention
     cutoff = history_purge_before(now, retention)
     with transaction.atomic():
         deleted, _ = TaskRun.objects.filter(evicted_at__lt=cutoff).delete()

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from django.conf import settings
 from django.db.models import Model, QuerySet
 
+from longrun.conf import longrun_conf
 from longrun.models import LIVE, LongTask, SessionLock
 from longrun.policies import reports
 from longrun.policies.answers import (
@@ -72,17 +72,17 @@ __all__ = [
 
 def longrun_rules() -> Rules:
     """The `[longrun]` section of the running config."""
-    config = settings.XWORKMATE
+    section = longrun_conf()
     return Rules(
-        progress_every=config.get("longrun", "progress_every"),
-        idle=config.get("longrun", "idle"),
-        stale=config.get("longrun", "stale"),
-        unknown_cooldown=config.get("longrun", "unknown_cooldown"),
-        blocked_after_failures=config.get("longrun", "blocked_after_failures"),
-        zone=get_zone(config.get("longrun", "time_zone")),
-        auto_resume=config.get("longrun", "auto_resume"),
-        archive_after=config.get("longrun", "archive_after"),
-        max_live_tasks=config.get("longrun", "max_live_tasks_per_session"),
+        progress_every=section.progress_every,
+        idle=section.idle,
+        stale=section.stale,
+        unknown_cooldown=section.unknown_cooldown,
+        blocked_after_failures=section.blocked_after_failures,
+        zone=get_zone(section.time_zone),
+        auto_resume=section.auto_resume,
+        archive_after=section.archive_after,
+        max_live_tasks=section.max_live_tasks_per_session,
     )
 
 
@@ -177,7 +177,7 @@ def message_mode(*, message: str, session_key: str = "") -> Answer:
     Exit 1 when the agent has something to do (enter, or run the work-cycle
     check first), 0 for an ordinary message.
     """
-    phrases = settings.XWORKMATE.get("longrun", "trigger_phrases")
+    phrases = longrun_conf().trigger_phrases
     phrase = max((p for p in phrases if p and p in message), key=len, default=None)
     key = js_trim(session_key)
     lock = (

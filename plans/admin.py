@@ -15,7 +15,6 @@ from collections.abc import Callable
 from datetime import datetime, tzinfo
 from typing import Any
 
-from django.conf import settings
 from django.contrib import admin, messages
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest, HttpResponse
@@ -28,6 +27,7 @@ from django.utils.translation import gettext as _g
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
+from plans.conf import plans_conf, plans_workspace
 from plans.models import Entry, Job, Plan, Revision, Run
 from plans.policies import display_status
 from plans.review import (
@@ -74,7 +74,7 @@ _STATUS_LABELS = {
 
 
 def _host_tz() -> str:
-    zone: str = settings.XWORKMATE.get("plans", "time_zone")
+    zone: str = plans_conf().time_zone
     return zone
 
 
@@ -375,7 +375,7 @@ def _schedule_context(
         description = describe_schedule(schedule, lang=lang, host_tz=host_tz)
     except ScheduleError as exc:
         description = str(exc)
-    min_every_ms = int(settings.XWORKMATE.get("plans", "min_every").total_seconds() * 1000)
+    min_every_ms = int(plans_conf().min_every.total_seconds() * 1000)
     times = fire_times(
         schedule,
         now_ms=now_ms,
@@ -399,7 +399,7 @@ def _runs_context(job: Job | None, *, plan: Plan) -> dict[str, Any]:
         return {}
     runs, total = runs_page(job, limit=RUNS_SHOWN, offset=0)
     zone = _zone(schedule_zone(job.schedule, _host_tz()))
-    workspace = settings.XWORKMATE.plans_workspace
+    workspace = plans_workspace()
     rows = [
         {
             "run": run,

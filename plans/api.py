@@ -25,6 +25,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from plans.conf import plans_conf, plans_workspace
 from plans.models import Entry, Job
 from plans.planfile import PlanFileError, read_plan_file
 from plans.policies import clarification_problems
@@ -83,7 +84,7 @@ class _ScheduleSchema(OpenApiSerializerFieldExtension):  # type: ignore[no-untyp
     match_subclasses = True
 
     def map_serializer_field(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
-        min_every = settings.XWORKMATE.get("plans", "min_every")
+        min_every = plans_conf().min_every
         return schedule_schema(
             min_every_ms=int(min_every.total_seconds() * 1000), preview=self.target.preview
         )
@@ -187,8 +188,8 @@ class SchedulePreviewApi(APIView):
                 schedule=params["schedule"],
                 after_ms=params.get("afterMs", int(time.time() * 1000)),
                 count=params["count"],
-                host_tz=params.get("hostTz") or config.get("plans", "time_zone"),
-                min_every_ms=int(config.get("plans", "min_every").total_seconds() * 1000),
+                host_tz=params.get("hostTz") or plans_conf(config).time_zone,
+                min_every_ms=int(plans_conf(config).min_every.total_seconds() * 1000),
                 job_id=params.get("jobId"),
             )
         except PreviewRequestError as exc:
@@ -547,7 +548,7 @@ class PlanContentApi(_PlansView):
     def get(self, request: Request, task_id: str) -> Response:
         entry = _visible_entry(request, task_id)
         try:
-            content = read_plan_file(settings.XWORKMATE.plans_workspace, entry.plan.archive_id)
+            content = read_plan_file(plans_workspace(), entry.plan.archive_id)
         except PlanFileError as exc:
             return Response(
                 error_body("BAD_GATEWAY", f"Failed to read PLAN.md: {exc}", envelope=False),

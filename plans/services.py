@@ -33,11 +33,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
+from plans.conf import plans_conf, plans_workspace
 from plans.models import (
     ID_MAX_LENGTH,
     MISSED_POLICIES,
@@ -142,17 +142,17 @@ class PlanBlockedError(GatewayError):
 
 
 def _workspace() -> Path:
-    path: Path = settings.XWORKMATE.plans_workspace
+    path: Path = plans_workspace()
     return path
 
 
 def _host_tz() -> str:
-    zone: str = settings.XWORKMATE.get("plans", "time_zone")
+    zone: str = plans_conf().time_zone
     return zone
 
 
 def _min_every_ms() -> int:
-    return int(settings.XWORKMATE.get("plans", "min_every").total_seconds() * 1000)
+    return int(plans_conf().min_every.total_seconds() * 1000)
 
 
 def _ms(moment: datetime) -> int:
@@ -745,7 +745,7 @@ def entry_confirm(
         if person is None:
             verdict = confirmation_verdict(
                 message=message,
-                phrases=settings.XWORKMATE.get("plans", "confirmation_phrases"),
+                phrases=plans_conf().confirmation_phrases,
                 message_turn=turn_id,
                 revision_turn=current.turn_id,
                 revision_number=current.number,

@@ -14,6 +14,7 @@ from django.shortcuts import render
 from django.utils import translation
 from django.utils.translation import gettext_lazy as _
 
+from plans.conf import plans_conf
 from plans.schedule import ScheduleError, describe_schedule
 from plans.selectors import (
     MAX_PREVIEW_RUNS,
@@ -105,7 +106,7 @@ def schedule_preview_view(request: HttpRequest) -> HttpResponse:
         "form": form,
     }
     config = settings.XWORKMATE
-    host_tz = config.get("plans", "time_zone")
+    host_tz = plans_conf(config).time_zone
     if form.is_bound and form.is_valid():
         lang = "zh" if (translation.get_language() or "").startswith("zh") else "en"
         try:
@@ -116,7 +117,7 @@ def schedule_preview_view(request: HttpRequest) -> HttpResponse:
                 after_ms=_now_ms(),
                 count=form.cleaned_data["count"],
                 host_tz=host_tz,
-                min_every_ms=int(config.get("plans", "min_every").total_seconds() * 1000),
+                min_every_ms=int(plans_conf(config).min_every.total_seconds() * 1000),
             )
         except (PreviewRequestError, ScheduleError) as exc:
             context["error"] = str(exc)

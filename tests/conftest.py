@@ -51,9 +51,17 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def configure(settings: Any, section: str, **values: Any) -> None:
     """Set config values of one section for this test, as the config file would."""
-    all_values = {name: dict(keys) for name, keys in settings.XWORKMATE.values.items()}
+    config = settings.XWORKMATE
+    all_values = {name: dict(keys) for name, keys in config.values.items()}
     all_values[section].update(values)
-    settings.XWORKMATE = dataclasses.replace(settings.XWORKMATE, values=all_values)
+    # The typed section (xworkmate.config.Section) is what the code reads.
+    typed = config.sections[section]
+    known = {f.name for f in dataclasses.fields(typed)}  # type: ignore[arg-type]
+    sections = {
+        **config.sections,
+        section: dataclasses.replace(typed, **{k: v for k, v in values.items() if k in known}),  # type: ignore[type-var]
+    }
+    settings.XWORKMATE = dataclasses.replace(config, values=all_values, sections=sections)
 
 
 def free_port() -> int:

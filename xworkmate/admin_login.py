@@ -19,6 +19,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from xworkmate.config import REMOTE_ADDR
+from xworkmate.config.kernel import ADMIN
 
 LOCKOUT_TEMPLATE = "admin/xworkmate_locked_out.html"
 
@@ -59,7 +60,7 @@ def _client_address(meta: Mapping[str, Any], header: str) -> str | None:
 
 def client_ip(request: HttpRequest) -> str | None:
     """AXES_CLIENT_IP_CALLABLE: read as `admin.client_ip_header` says."""
-    return _client_address(request.META, settings.XWORKMATE.get("admin", "client_ip_header"))
+    return _client_address(request.META, ADMIN.of(settings.XWORKMATE).client_ip_header)
 
 
 def lockout_response(

@@ -15,6 +15,7 @@ from django.db import DatabaseError, connection, transaction
 from django.db.migrations.executor import MigrationExecutor
 from django.utils import translation
 
+from xworkmate.config.kernel import SERVICE
 from xworkmate.health import check_broker
 from xworkmate.models import ApiKey
 from xworkmate.policies import SCOPES
@@ -44,7 +45,7 @@ def check_admin_password() -> None:
     if not given:
         return
     # An unsaved user: the similarity rule compares with the admin's username.
-    user = get_user_model()(username=settings.XWORKMATE.get("service", "admin_username"))
+    user = get_user_model()(username=SERVICE.of(settings.XWORKMATE).admin_username)
     with translation.override("en"):
         try:
             validate_password(given, user=user)
@@ -154,7 +155,7 @@ def bootstrap() -> BootstrapResult:
     Raises AdminPasswordRefused, having created nothing, for a weak XWORKMATE_ADMIN_PASSWORD.
     """
     check_admin_password()
-    username = settings.XWORKMATE.get("service", "admin_username")
+    username = SERVICE.of(settings.XWORKMATE).admin_username
     user_model = get_user_model()
     password: str | None = None
     created = False

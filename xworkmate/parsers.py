@@ -18,6 +18,7 @@ from rest_framework.exceptions import ParseError
 from rest_framework.parsers import BaseParser
 from rest_framework.renderers import JSONRenderer
 
+from xworkmate.config.kernel import request_body_limit
 from xworkmate.lib.errors import GatewayError
 from xworkmate.methods import body_too_large, parse_body
 
@@ -25,7 +26,7 @@ __all__ = ["StrictJSONParser", "max_body_bytes", "read_json_object"]
 
 
 def max_body_bytes() -> int:
-    return int(settings.XWORKMATE.get("gateway", "max_body_bytes"))
+    return request_body_limit(settings.XWORKMATE)
 
 
 def _declared_length(meta: Mapping[str, Any]) -> int:

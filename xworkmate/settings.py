@@ -10,9 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from xworkmate.config import load_config
+from xworkmate.config.kernel import ADMIN, SERVICE, request_body_limit
 from xworkmate.datahome import ensure_home, stored_secret
 from xworkmate.lib.dburl import database_settings
+from xworkmate.wiring import load_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -20,9 +21,9 @@ XWORKMATE = load_config()
 HOME = XWORKMATE.home
 ensure_home(HOME)
 
-SECRET_KEY = XWORKMATE.get("service", "secret_key") or stored_secret(HOME, "django_secret_key")
-DEBUG = bool(XWORKMATE.get("service", "debug"))
-ALLOWED_HOSTS = list(XWORKMATE.get("service", "allowed_hosts"))
+SECRET_KEY = SERVICE.of(XWORKMATE).secret_key or stored_secret(HOME, "django_secret_key")
+DEBUG = bool(SERVICE.of(XWORKMATE).debug)
+ALLOWED_HOSTS = list(SERVICE.of(XWORKMATE).allowed_hosts)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -102,8 +103,8 @@ AUTHENTICATION_BACKENDS = [
     "django.contrib.auth.backends.ModelBackend",
 ]
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
-AXES_FAILURE_LIMIT = int(XWORKMATE.get("admin", "login_failure_limit"))
-AXES_COOLOFF_TIME = XWORKMATE.get("admin", "login_cooloff")
+AXES_FAILURE_LIMIT = ADMIN.of(XWORKMATE).login_failure_limit
+AXES_COOLOFF_TIME = ADMIN.of(XWORKMATE).login_cooloff
 AXES_ONLY_ADMIN_SITE = True
 AXES_CLIENT_IP_CALLABLE = "xworkmate.admin_login.client_ip"
 AXES_LOCKOUT_CALLABLE = "xworkmate.admin_login.lockout_response"
@@ -122,10 +123,10 @@ AXES_ENABLE_ADMIN = False
 # (failures, lockouts) are logged as usual, username and address masked.
 AXES_VERBOSE = False
 
-LANGUAGE_CODE = XWORKMATE.get("service", "language_code")
+LANGUAGE_CODE = SERVICE.of(XWORKMATE).language_code
 LANGUAGES = [("zh-hans", "简体中文"), ("en", "English")]
 LOCALE_PATHS = [BASE_DIR / "locale"]
-TIME_ZONE = XWORKMATE.get("service", "time_zone")
+TIME_ZONE = SERVICE.of(XWORKMATE).time_zone
 USE_I18N = True
 USE_TZ = True
 
@@ -139,7 +140,7 @@ LOGIN_URL = "admin:login"
 
 # Every API body is read and limited by xworkmate.parsers (gateway.max_body_bytes);
 # this bound covers the admin forms.
-DATA_UPLOAD_MAX_MEMORY_SIZE = max(2621440, int(XWORKMATE.get("gateway", "max_body_bytes")))
+DATA_UPLOAD_MAX_MEMORY_SIZE = max(2621440, request_body_limit(XWORKMATE))
 
 REST_FRAMEWORK: dict[str, Any] = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["xworkmate.auth.ApiKeyAuthentication"],

@@ -11,9 +11,9 @@ from django.test import override_settings
 
 from artifacts.services import SECRET_NAME, artifact_settings
 from tests.artifacts.engine_support import make_workspace, prepare, settings_for, tree_state, write
-from xworkmate.config import parse_config_text
 from xworkmate.methods import registered_methods
 from xworkmate.models import ApiKey
+from xworkmate.wiring import parse_config_text
 
 ARTIFACT_METHODS = [
     "xworkmate.artifacts.export",

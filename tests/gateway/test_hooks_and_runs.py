@@ -85,7 +85,7 @@ def test_g125_only_the_newest_32_runs_stay_visible_and_older_ones_go_to_history(
 
 
 def test_history_runs_are_purged_only_after_the_retention(bridge, workspace, settings):
-    retention = settings.XWORKMATE.get("gateway", "run_history_retention")
+    retention = settings.XWORKMATE.value("gateway", "run_history_retention")
     for i in range(34):
         prepare(bridge, appThreadKey="t", openclawSessionKey="k", runId=f"r{i}")
     assert TaskRun.objects.filter(evicted_at__isnull=False).count() == 2
@@ -202,7 +202,7 @@ def test_a_frozen_clock_keeps_run_times_ordered(bridge, workspace):
 
 
 def test_a_new_run_purges_its_sessions_history_past_the_retention(bridge, workspace, settings):
-    retention = settings.XWORKMATE.get("gateway", "run_history_retention")
+    retention = settings.XWORKMATE.value("gateway", "run_history_retention")
     start = timezone.now()
     with time_machine.travel(start, tick=False):
         for i in range(33):

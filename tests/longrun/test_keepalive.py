@@ -16,8 +16,9 @@ from longrun.policies.answers import LongrunError
 from longrun.policies.messages import KEEPALIVE_INSTRUCTION
 from tests.conftest import configure
 from tests.longrun.conftest import K2, T0, T0_TEXT, K, answer, at, push_channels, task_set
-from xworkmate.config import ConfigError, parse_config_text
+from xworkmate.config import ConfigError
 from xworkmate.delivery.models import Message
+from xworkmate.wiring import parse_config_text
 
 pytestmark = pytest.mark.django_db
 
@@ -235,7 +236,7 @@ def test_case_56_auto_resume_is_one_boolean_key(value, tmp_path: Path):
         parse_config_text(f"[longrun]\nauto_resume = {value}\n", home=tmp_path)
     assert "longrun.auto_resume: must be true or false" in str(caught.value)
     assert (
-        parse_config_text("[longrun]\nauto_resume = true\n", home=tmp_path).get(
+        parse_config_text("[longrun]\nauto_resume = true\n", home=tmp_path).value(
             "longrun", "auto_resume"
         )
         is True

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from plans.policies import confirmation_verdict
-from xworkmate.config import SCHEMA
+from xworkmate.wiring import SCHEMA
 
 # The defaults of plans.confirmation_phrases.
 PHRASES = SCHEMA["plans"]["confirmation_phrases"].default

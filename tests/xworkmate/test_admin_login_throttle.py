@@ -234,10 +234,10 @@ def test_the_unlock_command_refuses_unclear_arguments_and_lifts_nothing(alice, a
 
 def test_the_admin_section_has_its_defaults_and_takes_a_proxy_header():
     config = parse("")
-    assert config.get("admin", "login_failure_limit") == 5
-    assert config.get("admin", "login_cooloff") == timedelta(minutes=15)
-    assert config.get("admin", "client_ip_header") == "REMOTE_ADDR"
-    assert parse('[admin]\nclient_ip_header = "X-Real-IP"\n').get("admin", "client_ip_header") == "X-Real-IP"
+    assert config.value("admin", "login_failure_limit") == 5
+    assert config.value("admin", "login_cooloff") == timedelta(minutes=15)
+    assert config.value("admin", "client_ip_header") == "REMOTE_ADDR"
+    assert parse('[admin]\nclient_ip_header = "X-Real-IP"\n').value("admin", "client_ip_header") == "X-Real-IP"
 
 
 def test_the_admin_section_refuses_what_would_not_lock_or_would_let_a_client_choose():

@@ -8,17 +8,16 @@ from pathlib import Path
 
 import pytest
 
+from plans.conf import plans_workspace
 from tests.conftest import ROOT
 from xworkmate.config import (
     MASK,
-    SCHEMA,
     ConfigError,
     effective_config,
-    load_config,
-    parse_config_text,
 )
 from xworkmate.lib.durations import parse_duration
 from xworkmate.periodic import configured_jobs, default_jobs
+from xworkmate.wiring import SCHEMA, load_config, parse_config_text
 
 HOME = Path("/tmp/xworkmate-config-test-home")
 
@@ -108,7 +107,7 @@ def test_it_has_the_documented_default_for_every_key():
     assert config.database_url == f"sqlite:///{HOME}/xworkmate.sqlite3"
     assert config.broker_url == "filesystem://"
     assert config.broker_folder == HOME / "broker"
-    assert config.plans_workspace == Path("~/.openclaw/workspace").expanduser()
+    assert plans_workspace(config) == Path("~/.openclaw/workspace").expanduser()
 
 
 def test_the_example_file_documents_every_key_with_its_default():
@@ -156,11 +155,11 @@ enabled = false
     )
     config = load_config(path, env={}, cwd=tmp_path)
     assert config.source == str(path)
-    assert config.get("service", "language_code") == "en"
+    assert config.value("service", "language_code") == "en"
     assert config.database_url == "postgresql://u:p@db:5432/xw"
     assert config.workspace_roots == ("/srv/ws", "/srv/other")
-    assert config.plans_workspace == Path("/srv/ws")
-    assert config.get("longrun", "progress_every") == timedelta(hours=1, minutes=30)
+    assert plans_workspace(config) == Path("/srv/ws")
+    assert config.value("longrun", "progress_every") == timedelta(hours=1, minutes=30)
     assert config.delivery_channels[1].read_timeout == timedelta(seconds=5)
     assert config.delivery_routes["longrun.progress"] == "ops"
     assert config.delivery_routes["plans.run"] == "record"
@@ -257,11 +256,11 @@ def test_it_names_the_file_in_syntax_and_missing_file_errors(tmp_path):
 def test_it_finds_the_file_from_env_then_cwd_then_defaults(tmp_path):
     assert load_config(env={}, cwd=tmp_path).source == "built-in defaults"
     (tmp_path / "xworkmate.toml").write_text("[service]\ndebug = true\n", encoding="utf-8")
-    assert load_config(env={}, cwd=tmp_path).get("service", "debug") is True
+    assert load_config(env={}, cwd=tmp_path).value("service", "debug") is True
     other = tmp_path / "other.toml"
     other.write_text("", encoding="utf-8")
     from_env = load_config(env={"XWORKMATE_CONFIG": str(other)}, cwd=tmp_path)
-    assert from_env.source == str(other) and from_env.get("service", "debug") is False
+    assert from_env.source == str(other) and from_env.value("service", "debug") is False
 
 
 def test_it_resolves_the_data_home(tmp_path):
@@ -282,8 +281,8 @@ def test_it_takes_urls_and_secrets_from_the_environment():
     config = parse("", ENV)
     assert config.database_url == "postgresql://app:pw@db/xw"
     assert config.broker_url == "redis://:rpw@cache:6379/0"
-    assert config.get("artifacts", "ref_signing_secret") == "from-env"
-    assert config.get("service", "secret_key") == "django-from-env"
+    assert config.value("artifacts", "ref_signing_secret") == "from-env"
+    assert config.value("service", "secret_key") == "django-from-env"
     assert config.from_env == {
         "database.url", "broker.url", "artifacts.ref_signing_secret", "service.secret_key",
     }
@@ -291,7 +290,7 @@ def test_it_takes_urls_and_secrets_from_the_environment():
 
 def test_the_file_wins_over_the_environment_d_a10():
     config = parse('[artifacts]\nref_signing_secret = "from-file"\n', ENV)
-    assert config.get("artifacts", "ref_signing_secret") == "from-file"
+    assert config.value("artifacts", "ref_signing_secret") == "from-file"
     assert "artifacts.ref_signing_secret" not in config.from_env
 
 
@@ -321,4 +320,4 @@ def test_it_masks_secrets_when_showing_the_config():
 def test_durations_round_trip_through_the_shown_config():
     config = parse('[longrun]\nstale = "1h30m15s"\n')
     shown = effective_config(config, ())["longrun"]["stale"]
-    assert parse_duration(shown) == config.get("longrun", "stale")
+    assert parse_duration(shown) == config.value("longrun", "stale")

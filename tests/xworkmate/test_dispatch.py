@@ -78,7 +78,7 @@ def test_it_refuses_a_malformed_envelope(owner, test_methods, body, message):
 
 @override_settings()
 def test_it_refuses_an_oversize_body(owner, test_methods, settings):
-    limit = settings.XWORKMATE.get("gateway", "max_body_bytes")
+    limit = settings.XWORKMATE.value("gateway", "max_body_bytes")
     body = json.dumps({"pad": "x" * limit}).encode()
     response = owner.post("/gateway/test.echo.read", raw=body)
     assert response.status_code == 400

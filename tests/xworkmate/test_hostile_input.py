@@ -148,7 +148,7 @@ def test_it_keeps_html_404_outside_the_api(client, db):
 def test_it_refuses_bodies_over_djangos_upload_limit_as_json_without_an_error_log(
     agent, path, settings, caplog
 ):
-    limit = settings.XWORKMATE.get("gateway", "max_body_bytes")
+    limit = settings.XWORKMATE.value("gateway", "max_body_bytes")
     raw = json.dumps({"pad": "x" * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 10)}).encode()
     with caplog.at_level(logging.INFO):
         response = agent.post(path, raw=raw)
@@ -160,7 +160,7 @@ def test_it_refuses_bodies_over_djangos_upload_limit_as_json_without_an_error_lo
 @pytest.mark.parametrize("path", ["/api/plans/schedule-preview", "/api/gateway/native-tasks",
                                   "/api/artifacts/download", "/api/artifacts/tool"])
 def test_it_applies_max_body_bytes_to_every_rest_endpoint(agent, path, settings):
-    limit = settings.XWORKMATE.get("gateway", "max_body_bytes")
+    limit = settings.XWORKMATE.value("gateway", "max_body_bytes")
     assert limit < settings.DATA_UPLOAD_MAX_MEMORY_SIZE  # Django alone would accept it
     raw = json.dumps({"pad": "x" * limit}).encode()
     refused(agent.post(path, raw=raw),
@@ -218,7 +218,7 @@ def test_it_reads_a_chunked_body_when_the_server_ends_the_input(owner, agent, te
 
 
 def test_it_limits_a_chunked_body_like_any_other(agent, test_methods, settings):
-    limit = settings.XWORKMATE.get("gateway", "max_body_bytes")
+    limit = settings.XWORKMATE.value("gateway", "max_body_bytes")
     body = json.dumps({"pad": "x" * limit}).encode()
     response = chunked_post(agent.token, "/gateway/test.echo.read", body, terminated=True)
     refused(response, f"request body too large: limit is {limit} bytes (gateway.max_body_bytes)",

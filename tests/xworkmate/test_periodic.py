@@ -11,7 +11,7 @@ from django.test import override_settings
 from django.utils import timezone
 
 from xworkmate.celery import app as celery_app
-from xworkmate.config import ConfigError, PeriodicJob, parse_config_text
+from xworkmate.config import ConfigError, PeriodicJob
 from xworkmate.models import PeriodicJobState
 from xworkmate.periodic import (
     RUNNER_TASK,
@@ -22,6 +22,7 @@ from xworkmate.periodic import (
 )
 from xworkmate.services import periodic_jobs_mark_seen
 from xworkmate.tasks import run_periodic_job
+from xworkmate.wiring import parse_config_text
 
 ran: list[str] = []
 

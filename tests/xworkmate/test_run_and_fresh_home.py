@@ -38,8 +38,8 @@ def test_it_sizes_the_web_workers_from_the_cpu_count():
 
 
 def test_it_reads_the_web_workers_key():
-    assert parse("").get("service", "web_workers") == 0
-    assert parse("[service]\nweb_workers = 6\n").get("service", "web_workers") == 6
+    assert parse("").value("service", "web_workers") == 0
+    assert parse("[service]\nweb_workers = 6\n").value("service", "web_workers") == 6
     assert problems("[service]\nweb_workers = -1\n") == [
         "service.web_workers: must be an integer >= 0 (got -1)"
     ]

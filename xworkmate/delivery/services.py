@@ -15,7 +15,6 @@ dispatcher takes it meanwhile (row locks with SKIP LOCKED decide who claims).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -26,9 +25,16 @@ from django.db.models import DateTimeField, F, Q, QuerySet, Value
 from django.db.models.functions import Greatest
 
 from xworkmate.config import DELIVERY_PURPOSES, DeliveryChannel
+from xworkmate.config.kernel import DELIVERY, unknown_cooldown
 from xworkmate.delivery.channels.base import Channel, Envelope, Outcome, Result
 from xworkmate.delivery.channels.registry import build_channel
 from xworkmate.delivery.models import NEW_FOR_A_WORKER, Attempt, Message
+from xworkmate.delivery.outcomes import (
+    OutcomeHandler,
+    register_outcome_handler,
+    run_outcome_handlers,
+    unregister_outcome_handler,
+)
 from xworkmate.delivery.policies import RetryRules, after_send, body_hash
 from xworkmate.lib.errors import GatewayError
 from xworkmate.lib.wire import check_max_length, js_trim
@@ -60,34 +66,6 @@ class DeliveryError(GatewayError):
     """Bad input to the outbox; the message names the field and the rule."""
 
 
-# --- outcome handlers -----------------------------------------------------------------
-
-OutcomeHandler = Callable[[Message, Outcome, bool], None]
-_HANDLERS: dict[str, list[OutcomeHandler]] = {}
-
-
-def register_outcome_handler(purpose: str, handler: OutcomeHandler) -> None:
-    """Run `handler(message, outcome, final)` each time a send of `purpose` is answered.
-
-    It runs inside the transaction that writes the message's new status, so the
-    caller's bookkeeping (a long task's progress marked sent, a plan run's
-    delivery outcome) commits or rolls back with it. An exception rolls both back.
-    """
-    if purpose not in DELIVERY_PURPOSES:
-        raise ValueError(f"unknown delivery purpose {purpose!r}")
-    _HANDLERS.setdefault(purpose, []).append(handler)
-
-
-def unregister_outcome_handler(purpose: str, handler: OutcomeHandler) -> None:
-    if handler in _HANDLERS.get(purpose, []):
-        _HANDLERS[purpose].remove(handler)
-
-
-def _run_handlers(message: Message, outcome: Outcome, final: bool) -> None:
-    for handler in _HANDLERS.get(message.purpose, ()):
-        handler(message, outcome, final)
-
-
 # --- configuration ---------------------------------------------------------------------
 
 
@@ -105,10 +83,10 @@ def _channel(name: str) -> Channel:
 def retry_rules() -> RetryRules:
     config = settings.XWORKMATE
     return RetryRules(
-        first=config.get("delivery", "retry_first"),
-        maximum=config.get("delivery", "retry_max"),
-        max_attempts=config.get("delivery", "max_attempts"),
-        unknown_cooldown=config.get("longrun", "unknown_cooldown"),
+        first=DELIVERY.of(config).retry_first,
+        maximum=DELIVERY.of(config).retry_max,
+        max_attempts=DELIVERY.of(config).max_attempts,
+        unknown_cooldown=unknown_cooldown(config),
     )
 
 
@@ -133,7 +111,7 @@ def _checked(purpose: str, target: str, body: str, idempotency_key: str) -> tupl
     check_max_length("idempotency_key", key, error=DeliveryError)
     if not isinstance(body, str) or not body.strip():
         raise DeliveryError("body: required, the message text")
-    limit = int(settings.XWORKMATE.get("delivery", "max_body_bytes"))
+    limit = DELIVERY.of(settings.XWORKMATE).max_body_bytes
     if len(body.encode("utf-8", "surrogatepass")) > limit:
         raise DeliveryError(
             f"body: must be at most {limit} bytes of UTF-8 (delivery.max_body_bytes)"
@@ -155,7 +133,7 @@ def outbox_enqueue(
     target, body, key = _checked(purpose, target, body, idempotency_key)
     channel_name = settings.XWORKMATE.delivery_routes[purpose]
     pushed = _is_pushed(channel_name)
-    grace = settings.XWORKMATE.get("delivery", "dispatch_grace")
+    grace = DELIVERY.of(settings.XWORKMATE).dispatch_grace
     try:
         # A savepoint: a concurrent enqueue of the same message must not break
         # the caller's transaction; the unique key decides, and both get one row.
@@ -250,7 +228,7 @@ def messages_claim(*, new: bool, now: datetime, by: str, limit: int) -> list[Cla
     commits: see the module docstring. One transaction for the whole batch, not
     one per message (D-K11).
     """
-    cooldown = settings.XWORKMATE.get("longrun", "unknown_cooldown")
+    cooldown = unknown_cooldown(settings.XWORKMATE)
     with transaction.atomic():
         messages = list(_claimable(new, now, limit))
         if not messages:
@@ -384,7 +362,7 @@ def _record(answered: list[Answered], now: datetime) -> list[Message]:
     if released:
         _release(released, [messages[one.envelope.message_id] for one in released], now)
     for message, outcome, final in changed:
-        _run_handlers(message, outcome, final)
+        run_outcome_handlers(message, outcome, final)
     return [messages[claimed.envelope.message_id] for claimed, _ in answered]
 
 
@@ -468,7 +446,7 @@ def message_acknowledge(*, message: Message, by: str, now: datetime) -> bool:
                 "status", "attempt_count", "sent_at", "next_attempt_at", "last_error", "updated_at",
             ]
         )
-        _run_handlers(locked, Outcome.SENT, True)
+        run_outcome_handlers(locked, Outcome.SENT, True)
     return True
 
 
@@ -483,7 +461,7 @@ def message_request_resend(
     """
     if message.status not in (Message.UNKNOWN, Message.FAILED):
         return False
-    cooldown = settings.XWORKMATE.get("longrun", "unknown_cooldown")
+    cooldown = unknown_cooldown(settings.XWORKMATE)
     if message.attempts.filter(finished_at__isnull=True, started_at__gt=now - cooldown).exists():
         return False
     pushed = _is_pushed(message.channel)

@@ -8,6 +8,7 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
+from xworkmate.config.kernel import DELIVERY, unknown_cooldown
 from xworkmate.delivery.services import (
     DELIVER_TASK,
     message_send,
@@ -30,9 +31,9 @@ BATCH_SEND_BUDGET_SECONDS = 60.0
 def _deliver(*, new: bool, by: str) -> int:
     """Claim a batch, send it, record the answers; how many messages were claimed (D-K11)."""
     config = settings.XWORKMATE
-    limit = config.get("delivery", "batch_size")
+    limit = DELIVERY.of(config).batch_size
     budget = min(
-        BATCH_SEND_BUDGET_SECONDS, config.get("longrun", "unknown_cooldown").total_seconds() / 2
+        BATCH_SEND_BUDGET_SECONDS, unknown_cooldown(config).total_seconds() / 2
     )
     claimed = messages_claim(new=new, now=timezone.now(), by=by, limit=limit)
     deadline = time.monotonic() + budget
@@ -70,7 +71,7 @@ def dispatch() -> int:
     time budget.
     """
     sent = 0
-    limit = settings.XWORKMATE.get("delivery", "batch_size")
+    limit = DELIVERY.of(settings.XWORKMATE).batch_size
     started = time.monotonic()
     while time.monotonic() - started < DISPATCH_BUDGET_SECONDS:
         claimed = _deliver(new=False, by="dispatch job")

@@ -25,6 +25,7 @@ from xworkmate.bootstrap import (
     require_services,
 )
 from xworkmate.config import ConfigError, effective_config, load_config
+from xworkmate.config.kernel import SERVICE
 from xworkmate.models import ApiKey
 from xworkmate.periodic import configured_jobs, periodic_job_problems
 from xworkmate.policies import SCOPES
@@ -112,7 +113,9 @@ class Command(BaseCommand):
     def _config(self, check: str | None, show_secrets: bool) -> None:
         if check is not None:
             try:
-                loaded = load_config(Path(check)) if check else load_config()
+                loaded = load_config(
+                    Path(check) if check else None, sections=settings.XWORKMATE.declared
+                )
                 problems = periodic_job_problems(loaded)
             except ConfigError as exc:
                 problems = exc.problems
@@ -239,7 +242,7 @@ class Command(BaseCommand):
         call_command("check", fail_level="ERROR")
         call_command("migrate", interactive=False, verbosity=0)
         self._print_bootstrap()
-        workers = web_workers(int(settings.XWORKMATE.get("service", "web_workers")), os.cpu_count())
+        workers = web_workers(SERVICE.of(settings.XWORKMATE).web_workers, os.cpu_count())
         self.stdout.write(
             f"xworkmate: config {settings.XWORKMATE.source}; data home {settings.HOME}; "
             f"{workers} web workers\n"

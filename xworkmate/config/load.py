@@ -1,0 +1,442 @@
+"""Loading the configuration: one TOML file, validated as a whole at start-up.
+
+Where the file comes from: ``XWORKMATE_CONFIG`` when set (it must exist), else
+``./xworkmate.toml`` when present, else the built-in defaults alone.
+
+Where a value comes from, for every key: the file, then the environment
+variable named in the key (only URLs and secrets have one), then the
+built-in default. One rule for all keys keeps it predictable, and it is the
+order the artifact contract prescribes for the signing secret (D-A10).
+
+Loading collects every problem before failing, one line per problem, each
+naming the key, so an operator fixes a broken file in one pass and the service
+never starts half configured. The sections are the kernel's and the apps'
+(xworkmate.wiring, D-K16); this module knows none of the apps' keys. It imports
+no framework: settings.py, the CLI and the tests load it before Django is set up.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tomllib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from xworkmate.config.kernel import (
+    BROKER,
+    CHANNEL_KEYS,
+    CHANNEL_SCHEMA,
+    DATABASE,
+    DEFAULT_SESSIONS_INDEX,
+    DELIVERY_KINDS,
+    DELIVERY_PURPOSES,
+    JOB_SCHEMA,
+    RECORD_CHANNEL,
+    WORKSPACE,
+)
+from xworkmate.config.keys import ConfigError, Key
+from xworkmate.config.section import Section
+from xworkmate.lib.durations import format_duration
+
+CONFIG_ENV = "XWORKMATE_CONFIG"
+HOME_ENV = "XWORKMATE_HOME"
+DEFAULT_CONFIG_FILE = "xworkmate.toml"
+DEFAULT_HOME = "var"
+
+_JOB_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+_TASK_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
+
+Sections = Sequence[Section[Any]]
+
+
+@dataclass(frozen=True)
+class PeriodicJob:
+    name: str
+    task: str
+    every: timedelta | None
+    cron: str | None
+    enabled: bool
+
+    @property
+    def schedule_text(self) -> str:
+        return f"every {format_duration(self.every)}" if self.every else f"cron {self.cron}"
+
+
+@dataclass(frozen=True)
+class JobEntry:
+    """One `[[periodic_jobs]]` table of the file: only the keys it sets, each checked.
+
+    The apps declare their default jobs when they start (xworkmate.periodic); an
+    entry with the same name overrides the fields it sets (`enabled = false`
+    turns a job off), a new name adds a job (D-K5). `merge_jobs` applies them.
+    """
+
+    name: str
+    fields: Mapping[str, Any]
+    sets_schedule: bool  # `every` or `cron` given: it replaces the default's schedule
+
+
+@dataclass(frozen=True)
+class DeliveryChannel:
+    name: str
+    kind: str
+    url: str = ""
+    secret: str = ""
+    connect_timeout: timedelta = timedelta(seconds=5)
+    read_timeout: timedelta = timedelta(seconds=10)
+    binary: str = "openclaw"
+    sessions_index: str = DEFAULT_SESSIONS_INDEX
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything the service reads from its configuration, typed and checked."""
+
+    source: str  # the file read, or "built-in defaults"
+    home: Path
+    values: Mapping[str, Mapping[str, Any]]
+    # section name -> the typed object of its Section (Section.of reads it)
+    sections: Mapping[str, object] = field(default_factory=dict)
+    # the sections it was checked against, in the file's order
+    declared: tuple[Section[Any], ...] = ()
+    delivery_channels: tuple[DeliveryChannel, ...] = ()
+    # purpose -> channel name; every purpose of DELIVERY_PURPOSES has one.
+    delivery_routes: Mapping[str, str] = field(
+        default_factory=lambda: dict.fromkeys(DELIVERY_PURPOSES, RECORD_CHANNEL)
+    )
+    job_entries: tuple[JobEntry, ...] = ()
+    from_env: frozenset[str] = field(default_factory=frozenset)
+
+    def value(self, section: str, key: str) -> Any:
+        """One value by its section and key, for code that walks the keys (the
+        show command, the tests); the apps read their typed section instead."""
+        return self.values[section][key]
+
+    def read(self, key: Key) -> Any:
+        """The value of a key the kernel owns but an app's section holds (kernel.SHARED_KEYS)."""
+        for section in self.declared:
+            for name, declared in section.keys.items():
+                if declared is key:
+                    return self.values[section.name][name]
+        raise LookupError(f"no section of this config holds {key.doc!r}")
+
+    @property
+    def database_url(self) -> str:
+        return DATABASE.of(self).url or f"sqlite:///{self.home / 'xworkmate.sqlite3'}"
+
+    @property
+    def broker_url(self) -> str:
+        return BROKER.of(self).url or "filesystem://"
+
+    @property
+    def broker_folder(self) -> Path:
+        """Where the file-based broker keeps its messages (embedded mode only)."""
+        path = urlsplit(self.broker_url).path
+        return Path(path) if path not in ("", "/") else self.home / "broker"
+
+    @property
+    def workspace_roots(self) -> tuple[str, ...]:
+        return WORKSPACE.of(self).roots
+
+
+def resolve_config_path(env: Mapping[str, str], cwd: Path) -> Path | None:
+    """The file to read: XWORKMATE_CONFIG, else ./xworkmate.toml if present, else none."""
+    explicit = env.get(CONFIG_ENV, "").strip()
+    if explicit:
+        return Path(explicit).expanduser()
+    candidate = cwd / DEFAULT_CONFIG_FILE
+    return candidate if candidate.is_file() else None
+
+
+def resolve_home(env: Mapping[str, str], cwd: Path) -> Path:
+    raw = env.get(HOME_ENV, "").strip() or DEFAULT_HOME
+    home = Path(raw).expanduser()
+    return (home if home.is_absolute() else cwd / home).resolve()
+
+
+def load_config(
+    path: Path | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    sections: Sections,
+) -> Config:
+    """Read, validate and type the configuration; raise ConfigError listing every problem."""
+    env = os.environ if env is None else env
+    cwd = Path.cwd() if cwd is None else cwd
+    if path is None:
+        path = resolve_config_path(env, cwd)
+    raw: dict[str, Any] = {}
+    source = "built-in defaults"
+    if path is not None:
+        source = str(path)
+        raw = _read_toml(path)
+    return _build(raw, source=source, env=env, home=resolve_home(env, cwd), sections=sections)
+
+
+def parse_config_text(
+    text: str,
+    *,
+    env: Mapping[str, str] | None = None,
+    home: Path,
+    sections: Sections,
+) -> Config:
+    """Validate TOML given as text (used by tests and ``config --check -``)."""
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError([f"<text>: not valid TOML: {exc}"]) from exc
+    return _build(
+        raw, source="<text>", env={} if env is None else env, home=home, sections=sections
+    )
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError as exc:
+        raise ConfigError([f"{CONFIG_ENV}: config file not found: {path}"]) from exc
+    except OSError as exc:
+        raise ConfigError([f"{path}: cannot read config file: {exc.strerror}"]) from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError([f"{path}: not valid TOML: {exc}"]) from exc
+
+
+def _build(
+    raw: dict[str, Any],
+    *,
+    source: str,
+    env: Mapping[str, str],
+    home: Path,
+    sections: Sections,
+) -> Config:
+    declared = tuple(sections)
+    problems: list[str] = []
+    values: dict[str, dict[str, Any]] = {}
+    from_env: set[str] = set()
+    known_sections = {*(s.name for s in declared), "periodic_jobs"}
+    for section in raw:
+        if section not in known_sections:
+            problems.append(
+                f"{section}: unknown section (known: {', '.join(sorted(known_sections))})"
+            )
+    for declared_section in declared:
+        section, keys = declared_section.name, declared_section.keys
+        given = raw.get(section, {})
+        if not isinstance(given, dict):
+            problems.append(f"{section}: must be a table ([{section}])")
+            given = {}
+        for key in given:
+            if key not in keys and (section, key) not in _TABLES_OF_SECTIONS:
+                problems.append(f"{section}.{key}: unknown key (known: {', '.join(keys)})")
+        values[section] = {}
+        for key, spec in keys.items():
+            name = f"{section}.{key}"
+            if key in given:
+                value: object = given[key]
+            elif spec.env and env.get(spec.env, "").strip():
+                value = env[spec.env].strip()
+                from_env.add(name)
+            else:
+                values[section][key] = spec.default
+                continue
+            try:
+                values[section][key] = spec.check(value)
+            except ValueError as exc:
+                where = f"{name} (from {spec.env})" if name in from_env else name
+                problems.append(f"{where}: {exc}")
+    channels, routes = _build_delivery(raw.get("delivery", {}), problems)
+    jobs = _build_jobs(raw.get("periodic_jobs", []), problems)
+    if problems:
+        raise ConfigError([f"{source}: {p}" for p in problems])
+    return Config(
+        source=source,
+        home=home,
+        values=values,
+        sections={s.name: s.build(values[s.name]) for s in declared},
+        declared=declared,
+        delivery_channels=channels,
+        delivery_routes=routes,
+        job_entries=jobs,
+        from_env=frozenset(from_env),
+    )
+
+
+def _check_table(
+    where: str, item: object, schema: Mapping[str, Key], problems: list[str]
+) -> dict[str, Any] | None:
+    """Check one array-of-tables entry; return only the keys it sets, checked."""
+    if not isinstance(item, dict):
+        problems.append(f"{where}: must be a table")
+        return None
+    out: dict[str, Any] = {}
+    for key, value in item.items():
+        if key not in schema:
+            problems.append(f"{where}.{key}: unknown key (known: {', '.join(schema)})")
+            continue
+        try:
+            out[key] = schema[key].check(value)
+        except ValueError as exc:
+            problems.append(f"{where}.{key}: {exc}")
+    return out
+
+
+# Sub-tables read by their own builders, beside a section's plain keys.
+_TABLES_OF_SECTIONS = frozenset({("delivery", "channels"), ("delivery", "routes")})
+
+
+def _build_delivery(
+    raw: object, problems: list[str]
+) -> tuple[tuple[DeliveryChannel, ...], dict[str, str]]:
+    """[[delivery.channels]] and [delivery.routes]; the built-in `record` channel always exists."""
+    routes = dict.fromkeys(DELIVERY_PURPOSES, RECORD_CHANNEL)
+    channels = [DeliveryChannel(name=RECORD_CHANNEL, kind="record")]
+    if not isinstance(raw, dict):
+        return tuple(channels), routes  # reported with the section's other keys
+    items = raw.get("channels", [])
+    if not isinstance(items, list):
+        problems.append("delivery.channels: must be an array of tables ([[delivery.channels]])")
+        items = []
+    for index, item in enumerate(items):
+        channel = _build_channel(f"delivery.channels[{index}]", item, channels, problems)
+        if channel is not None:
+            channels.append(channel)
+    names = {channel.name for channel in channels}
+    given = raw.get("routes", {})
+    if not isinstance(given, dict):
+        problems.append("delivery.routes: must be a table ([delivery.routes])")
+        given = {}
+    for purpose, channel_name in given.items():
+        where = f"delivery.routes.{purpose}"
+        if purpose not in DELIVERY_PURPOSES:
+            problems.append(f"{where}: unknown purpose (known: {', '.join(DELIVERY_PURPOSES)})")
+        elif not isinstance(channel_name, str) or channel_name not in names:
+            problems.append(
+                f"{where}: no channel named {channel_name!r} (channels: {', '.join(sorted(names))})"
+            )
+        else:
+            routes[purpose] = channel_name
+    return tuple(channels), routes
+
+
+def _build_channel(
+    where: str, item: object, channels: list[DeliveryChannel], problems: list[str]
+) -> DeliveryChannel | None:
+    checked = _check_table(where, item, CHANNEL_SCHEMA, problems)
+    if checked is None or not isinstance(item, dict):
+        return None
+    for required in ("name", "kind"):
+        if required not in item:
+            problems.append(f"{where}.{required}: required")
+    name, kind = checked.get("name"), checked.get("kind")
+    if name is None or kind is None:
+        return None
+    if any(channel.name == name for channel in channels):
+        problems.append(f"{where}.name: duplicate channel name {name!r}")
+        return None
+    if kind not in CHANNEL_KEYS:
+        problems.append(f"{where}.kind: must be one of {', '.join(DELIVERY_KINDS)} (got {kind!r})")
+        return None
+    required_keys, optional_keys = CHANNEL_KEYS[kind]
+    for key in required_keys:
+        if key not in item:
+            problems.append(f"{where}.{key}: required for a {kind} channel")
+    for key in checked:
+        if key not in ("name", "kind", *required_keys, *optional_keys):
+            problems.append(f"{where}.{key}: not a key of a {kind} channel")
+    if kind == "openclaw":
+        _check_openclaw(where, checked, problems)
+    if any(p.startswith(f"{where}.") for p in problems):
+        return None
+    return DeliveryChannel(**checked)
+
+
+def _check_openclaw(where: str, checked: dict[str, Any], problems: list[str]) -> None:
+    """The binary must be runnable and the sessions index readable before the service starts."""
+    binary = str(checked.get("binary", CHANNEL_SCHEMA["binary"].default))
+    if shutil.which(os.path.expanduser(binary)) is None:
+        problems.append(f"{where}.binary: no executable {binary!r} (on PATH or at that path)")
+    index = os.path.expanduser(str(checked.get("sessions_index", DEFAULT_SESSIONS_INDEX)))
+    try:
+        with open(index, encoding="utf-8") as handle:
+            parsed = json.load(handle)
+    except (OSError, ValueError) as exc:
+        problems.append(f"{where}.sessions_index: cannot read {index}: {exc}")
+        return
+    if not isinstance(parsed, dict):
+        problems.append(f"{where}.sessions_index: {index} must hold a JSON object")
+
+
+def _build_jobs(raw: object, problems: list[str]) -> tuple[JobEntry, ...]:
+    if not isinstance(raw, list):
+        problems.append("periodic_jobs: must be an array of tables ([[periodic_jobs]])")
+        return ()
+    entries: dict[str, JobEntry] = {}
+    for index, item in enumerate(raw):
+        where = f"periodic_jobs[{index}]"
+        checked = _check_table(where, item, JOB_SCHEMA, problems)
+        if checked is None:
+            continue
+        name = checked.get("name")
+        if name is None:
+            if "name" not in item:
+                problems.append(f"{where}.name: required")
+            continue
+        if not _JOB_NAME_RE.match(name):
+            problems.append(
+                f"{where}.name: must be lowercase letters, digits, '.', '_' or '-' (got {name!r})"
+            )
+            continue
+        if name in entries:
+            problems.append(f"{where}.name: duplicate job name {name!r}")
+            continue
+        fields = {k: v for k, v in checked.items() if k != "name"}
+        entries[name] = JobEntry(name, fields, "every" in item or "cron" in item)
+    return tuple(entries.values())
+
+
+def merge_jobs(
+    defaults: Iterable[PeriodicJob], entries: Iterable[JobEntry], *, source: str
+) -> tuple[PeriodicJob, ...]:
+    """The jobs beat runs: the apps' defaults with the file's entries applied (D-K5).
+
+    Raises ConfigError naming each job that ends up without a task or without
+    exactly one of every / cron.
+    """
+    jobs: dict[str, dict[str, Any]] = {
+        job.name: {"task": job.task, "every": job.every, "cron": job.cron, "enabled": job.enabled}
+        for job in defaults
+    }
+    for entry in entries:
+        base = jobs.get(entry.name, {"every": None, "cron": None})
+        if entry.sets_schedule:
+            # Setting one schedule kind replaces the other one of a default job.
+            base = base | {"every": None, "cron": None}
+        jobs[entry.name] = {"enabled": True} | base | dict(entry.fields)
+    problems: list[str] = []
+    result: list[PeriodicJob] = []
+    for name, spec in jobs.items():
+        where = f"periodic_jobs[{name}]"
+        if "task" not in spec:
+            problems.append(f"{where}.task: required")
+            continue
+        if not _TASK_NAME_RE.match(spec["task"]):
+            problems.append(
+                f"{where}.task: must be a dotted Celery task name (got {spec['task']!r})"
+            )
+            continue
+        if (spec["every"] is None) == (spec["cron"] is None):
+            problems.append(f"{where}: set exactly one of every or cron")
+            continue
+        result.append(PeriodicJob(name=name, **spec))
+    if problems:
+        raise ConfigError([f"{source}: {p}" for p in problems])
+    return tuple(result)
