@@ -89,7 +89,7 @@ def test_it_has_the_documented_default_for_every_key():
     schema_keys = {(s, k) for s, keys in SCHEMA.items() for k in keys}
     assert schema_keys == set(EXPECTED_DEFAULTS)
     for (section, key), expected in EXPECTED_DEFAULTS.items():
-        assert config.get(section, key) == expected, f"{section}.{key}"
+        assert config.value(section, key) == expected, f"{section}.{key}"
     # The built-in record channel, and every purpose routed to it.
     assert [(c.name, c.kind) for c in config.delivery_channels] == [("record", "record")]
     assert set(config.delivery_routes.values()) == {"record"}
