@@ -56,10 +56,10 @@ def configure(settings: Any, section: str, **values: Any) -> None:
     all_values[section].update(values)
     # The typed section (xworkmate.config.Section) is what the code reads.
     typed = config.sections[section]
-    known = {f.name for f in dataclasses.fields(typed)}  # type: ignore[arg-type]
+    known = {f.name for f in dataclasses.fields(typed)}
     sections = {
         **config.sections,
-        section: dataclasses.replace(typed, **{k: v for k, v in values.items() if k in known}),  # type: ignore[type-var]
+        section: dataclasses.replace(typed, **{k: v for k, v in values.items() if k in known}),
     }
     settings.XWORKMATE = dataclasses.replace(config, values=all_values, sections=sections)
 
