@@ -17,13 +17,7 @@ from plans.models import Entry, Job
 from plans.planfile import parse_plan_file, replace_entry
 from plans.policies import STUCK_RUNNING_MS
 from plans.schedule import resolve_stagger_ms
-from plans.services._common import (
-    _entry,
-    _locked_plan_and_entry,
-    _ms,
-    _next_run_at,
-    _remove_job,
-)
+from plans.services._common import _entry, _locked_plan_and_entry, _ms, _next_run_at, _remove_job
 from plans.services._revisions import _sync_from_disk, _write
 from plans.services._runs import _start_run
 from plans.services.errors import PlanError, PlanGateError
