@@ -12,7 +12,8 @@ from collections.abc import Mapping
 
 from xworkmate.lib.jstime import ms_to_iso
 
-from .cron import _NICKNAMES, parse_cron
+from ._cron_parser import _NICKNAMES
+from .cron import parse_cron
 from .engine import parse_at_ms
 from .errors import ScheduleError
 

@@ -14,7 +14,7 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 from django.utils import translation
 
-from plans.admin import _STATUS_LABELS
+from plans.admin._common import _STATUS_LABELS
 from plans.models import ChangeRequest, Confirmation, Entry, Job, Revision, Run
 from plans.planfile import parse_plan_file
 from plans.policies import display_status

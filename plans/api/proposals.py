@@ -1,0 +1,160 @@
+"""Entries and their revisions: propose a plan into PLAN.md, revise it (F4, F5)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from plans.api._common import _WRITE_ERRORS, _documented, _plan_answer, _PlansView, _visible_entry
+from plans.api._fields import (
+    _MAX_STEPS,
+    _NAME_MAX,
+    _STEP_MAX,
+    _TEXT_MAX,
+    _JobField,
+    _PlanLineField,
+    _PlanOut,
+    _ScheduleField,
+    _TextField,
+)
+from plans.services import Proposal, entry_revise, plan_propose
+from xworkmate.auth import TURN_HELP, caller_of
+from xworkmate.lib.wire import KEY_MAX_LENGTH
+from xworkmate.openapi import api_error_responses
+
+
+class _ProposalFields(serializers.Serializer[Any]):
+    taskName = _PlanLineField(max_length=_NAME_MAX, help_text="the plan's name")
+    persona = _PlanLineField(max_length=_NAME_MAX, help_text="Role_Context: who runs it")
+    objective = _PlanLineField(max_length=_TEXT_MAX, help_text="O: the pain point, and SOUL.md")
+    result = _PlanLineField(max_length=_TEXT_MAX, help_text="R: success criteria, deliverables")
+    steps = serializers.ListField(
+        child=_PlanLineField(max_length=_STEP_MAX),
+        min_length=1,
+        max_length=_MAX_STEPS,
+        help_text="A: the plan's own steps (frequency, logic, failure handling, archiving); "
+        "they follow the template's four steps",
+    )
+    schedule = _ScheduleField(help_text="what the job will run on: cron, every or at")
+    message = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=_TEXT_MAX,
+        help_text="the job message; it must start with the first instruction (default: "
+        "the instruction alone); on propose, {{TASK_UUID}} stands for the new Task_ID",
+    )
+    missed = serializers.ChoiceField(
+        choices=["run-latest", "skip"],
+        required=False,
+        help_text="fire times missed while the service was down: run the newest once "
+        "(default) or skip them; both are recorded",
+    )
+    turnId = _TextField(required=False, max_length=200, help_text=TURN_HELP)
+    job = _JobField(
+        required=False,
+        help_text="the job as OpenClaw's cron.add would take it; only the shape D-C7 allows "
+        "(isolated, agentTurn, wakeMode now, delivery none + bestEffort) is accepted, and "
+        "payload.message (if any) is the message",
+    )
+
+
+def _proposal_values(data: dict[str, Any]) -> dict[str, Any]:
+    names = {
+        "taskName": "task_name",
+        "persona": "persona",
+        "objective": "objective",
+        "result": "result",
+        "schedule": "schedule",
+        "message": "message",
+        "missed": "missed",
+        "job": "job",
+    }
+    values = {names[k]: v for k, v in data.items() if k in names}
+    if "steps" in data:
+        values["steps"] = tuple(data["steps"])
+    return values
+
+
+class ProposePlanApi(_PlansView):
+    """`POST /api/plans/propose`: write a new entry into the session's PLAN.md (Gate A)."""
+
+    required_scope = "plans:write"
+
+    class InputSerializer(_ProposalFields):
+        sessionKey = _TextField(
+            required=False,
+            max_length=KEY_MAX_LENGTH,
+            help_text="the OpenClaw session the plan belongs to; ARCHIVE_ID is its last "
+            "segment. Required for the bridge; an agent key's own session otherwise",
+        )
+
+    @extend_schema(
+        operation_id="plans_propose",
+        summary="Propose a plan: write it into PLAN.md; nothing is scheduled",
+        description="Scope: `plans:write`. Writes `archives/<ARCHIVE_ID>/PLAN.md` (atomic, read "
+        "back), answers the plan awaiting a person's confirmation and its `reviewUrl`.",
+        request=_documented(InputSerializer, "ProposePlanInput", "sessionKey", "turnId"),
+        responses={201: _PlanOut, **api_error_responses(_WRITE_ERRORS)},
+        tags=["plans"],
+    )
+    def post(self, request: Request) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        params = data.validated_data
+        caller = caller_of(request)
+        session = caller.session(
+            params.get("sessionKey", ""),
+            "sessionKey",
+            refusal="sessionKey: an agent key proposes in its own session only",
+        )
+        if not session:
+            raise ValidationError({"sessionKey": "required, the session the plan belongs to"})
+        entry = plan_propose(
+            session_key=session,
+            proposal=Proposal(**_proposal_values(params)),
+            turn_id=caller.turn(params.get("turnId", "")),
+            written_by=caller.name,
+            now=timezone.now(),
+        )
+        return Response({"plan": _plan_answer(request, entry)}, status=201)
+
+
+class RevisePlanApi(_PlansView):
+    required_scope = "plans:write"
+
+    class InputSerializer(_ProposalFields):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            for name, field in self.fields.items():
+                if name != "turnId":
+                    field.required = False
+
+    @extend_schema(
+        operation_id="plans_revise",
+        summary="Write a change into PLAN.md as a new revision, then ask again (F4, F5)",
+        description="Scope: `plans:write`. The job, if any, keeps the confirmed revision until "
+        "the new one is confirmed (D-C3).",
+        request=_documented(InputSerializer, "RevisePlanInput", "turnId"),
+        responses={200: _PlanOut, **api_error_responses({**_WRITE_ERRORS, 404: "Plan not found"})},
+        tags=["plans"],
+    )
+    def post(self, request: Request, task_id: str) -> Response:
+        entry = _visible_entry(request, task_id)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        params = data.validated_data
+        caller = caller_of(request)
+        entry = entry_revise(
+            task_id=str(entry.task_id),
+            changes=_proposal_values(params),
+            turn_id=caller.turn(params.get("turnId", "")),
+            written_by=caller.name,
+            now=timezone.now(),
+        )
+        return Response({"plan": _plan_answer(request, entry)})

@@ -1,0 +1,117 @@
+"""The scheduler's beat tick (D-C1): start the runs of the jobs that are due.
+
+The kernel's claim-and-handle loop (D-K17): the due jobs are read without a
+lock, then each is claimed in a transaction of its own, through the "due"
+queryset, so the decision is taken again on the locked row and a job another
+tick holds is skipped. A job whose run marker is older than 2 h is freed
+(§8.5); fire times passed while the service was down are caught up by the
+job's policy (D-C10); one bad job does not stop the others.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import QuerySet
+
+from plans.models import Job, Run
+from plans.policies import STUCK_RUNNING_MS, catch_up
+from plans.services._common import _from_ms, _host_tz, _ms
+from plans.services._runs import _finish, _start_run
+from xworkmate.claims import claim_and_handle, claim_row
+
+logger = logging.getLogger(__name__)
+
+# Fire times one tick starts at most; the rest wait for the next tick.
+TICK_BATCH = 200
+
+
+@dataclass(frozen=True)
+class TickReport:
+    started: int = 0
+    missed: int = 0
+    cleared: int = 0
+
+
+def _record_missed(job: Job, fire_times: tuple[int, ...], more: int, *, now: datetime) -> int:
+    if not fire_times:
+        return 0
+    rows = []
+    for index, fire_at_ms in enumerate(fire_times):
+        note = "missed: the scheduler was not running at this fire time"
+        if more and index == len(fire_times) - 1:
+            note += f" ({more} earlier fire times were missed too)"
+        rows.append(
+            Run(
+                job=job,
+                fire_at_ms=fire_at_ms,
+                run_id=str(uuid.uuid4()),
+                revision_id=job.confirmation.revision_id,
+                status=Run.MISSED,
+                error=note,
+                created_at=now,
+                finished_at=now,
+            )
+        )
+    Run.objects.bulk_create(rows, ignore_conflicts=True)
+    return len(rows)
+
+
+def _due(now: datetime) -> QuerySet[Job]:
+    # Only due rows are read (the partial index on next_run_at).
+    return Job.objects.filter(enabled=True, next_run_at__lte=now)
+
+
+def scheduler_tick(*, now: datetime, limit: int = TICK_BATCH) -> TickReport:
+    """One beat tick (D-C1): claim the due jobs, skip those another tick holds, start runs.
+
+    Each job is claimed and handled in its own transaction (the module's
+    docstring); a job that fails is logged and rolled back alone.
+    """
+    now_ms = _ms(now)
+    counts = {"started": 0, "missed": 0, "cleared": 0}
+    candidates = list(_due(now).order_by("next_run_at").values_list("pk", "job_id")[:limit])
+
+    def handle(job: Job) -> None:
+        if job.running_at_ms is not None:
+            if now_ms - job.running_at_ms <= STUCK_RUNNING_MS:
+                return
+            _clear_stuck(job, now=now)
+            counts["cleared"] += 1
+        plan = catch_up(
+            job.schedule,
+            due_ms=_ms(job.next_run_at or now),
+            now_ms=now_ms,
+            host_tz=_host_tz(),
+            job_id=job.job_id,
+            policy=job.missed,
+        )
+        counts["missed"] += _record_missed(job, plan.missed_ms, plan.missed_more, now=now)
+        if plan.run_ms is not None:
+            _start_run(job, fire_at_ms=plan.run_ms, forced=False, now=now)
+            counts["started"] += 1
+        else:
+            job.next_run_at = _from_ms(plan.next_ms) if plan.next_ms else None
+            job.save(update_fields=["next_run_at"])
+
+    def failed(candidate: tuple[int, str], exc: Exception) -> None:
+        logger.error("plans: job %s could not be started", candidate[1], exc_info=exc)
+
+    claim_and_handle(
+        candidates,
+        claim=lambda candidate: claim_row(_due(now), candidate[0]),
+        handle=handle,
+        failed=failed,
+    )
+    return TickReport(**counts)
+
+
+def _clear_stuck(job: Job, *, now: datetime) -> None:
+    logger.warning("cron: clearing stuck running marker of job %s", job.job_id)
+    for run in Run.objects.select_for_update().filter(job=job, status=Run.RUNNING):
+        _finish(run, job, status=Run.ERROR, error="cron: clearing stuck running marker", now=now)
+    job.running_at_ms = None
+    job.save(update_fields=["running_at_ms"])

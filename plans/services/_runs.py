@@ -1,0 +1,126 @@
+"""A run's record: start it (its agentTurn into the outbox), and close it with its result.
+
+Shared by the scheduler's tick, `job_run_now` and the outbox's answer hook.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from plans.models import Entry, Job, Revision, Run
+from plans.planfile import archive_timestamp
+from plans.policies import job_outcome
+from plans.services._common import _from_ms, _host_tz, _ms
+from plans.services._revisions import _blocks
+from xworkmate.delivery.services import outbox_enqueue
+from xworkmate.lib.timezones import get_zone
+
+RUN_PURPOSE = "plans.run"
+
+
+def _run_session(job: Job) -> str:
+    # An isolated run is a new session of the job's cron session (§8.5).
+    return f"agent:{job.agent_id or 'main'}:cron:{job.job_id}"
+
+
+def _start_run(job: Job, *, fire_at_ms: int, forced: bool, now: datetime) -> Run:
+    """Put the run's agentTurn into the outbox, record the run, mark the job running.
+
+    The message is sent by a worker once this transaction commits; the run's
+    status follows what the channel confirms (run_record_delivery), never the
+    enqueue. One idempotency key per (job, fire time), as the run row: when the
+    run's insert finds the fire time taken, the caller's savepoint (the tick's
+    transaction for the job) takes the message back with it.
+    """
+    now_ms = _ms(now)
+    run_id = str(uuid.uuid4())
+    stamp = archive_timestamp(now.astimezone(get_zone(_host_tz())))
+    session_key = _run_session(job)
+    archive_id = job.entry.plan.archive_id
+    message = outbox_enqueue(
+        purpose=RUN_PURPOSE,
+        target=f"{session_key}:run:{run_id}",
+        body=(
+            f"[cron:{job.job_id} {job.name}] {job.payload['message']}\n"
+            f"本轮输出归档到 archives/{archive_id}/{stamp}/ 并回读校验。"  # D-C17
+            + _confirmed_text_note(job)
+        ),
+        idempotency_key=f"{job.job_id}:{fire_at_ms}",
+        now=now,
+    )
+    run = Run.objects.create(
+        job=job,
+        fire_at_ms=fire_at_ms,
+        run_id=run_id,
+        revision_id=job.confirmation.revision_id,
+        forced=forced,
+        status=Run.RUNNING,
+        run_at_ms=now_ms,
+        session_id=run_id,
+        session_key=session_key,
+        archive_timestamp=stamp,
+        delivery_message_id=message.pk,
+        created_at=now,
+    )
+    job.running_at_ms = now_ms
+    job.save(update_fields=["running_at_ms"])
+    return run
+
+
+def _confirmed_text_note(job: Job) -> str:
+    """While a newer revision of the entry awaits confirmation, PLAN.md on disk holds
+    text nobody confirmed; the run carries the confirmed entry's text (D-C3)."""
+    entry = job.entry
+    if entry.revision_id == job.confirmation.revision_id:
+        return ""
+    confirmed = Revision.objects.get(pk=job.confirmation.revision_id)
+    block = _blocks(confirmed.content).get(str(entry.task_id), "")
+    if not block or _blocks(entry.revision.content).get(str(entry.task_id)) == block:
+        return ""
+    return (
+        f"\n注意：PLAN.md 中该 Task_ID 的条目有尚未确认的修订（第 {entry.revision.number} 版）。"
+        f"本次按已确认的第 {confirmed.number} 版执行，其内容如下：\n\n{block.rstrip()}"
+    )
+
+
+def _finish(run: Run, job: Job, *, status: str, error: str, now: datetime) -> None:
+    """Close a run and apply its result to the job (§8.5, D-C8)."""
+    ended_ms = _ms(now)
+    run.status = status
+    run.error = error
+    run.finished_at = now
+    run.duration_ms = max(0, ended_ms - (run.run_at_ms or ended_ms))
+    outcome = job_outcome(
+        job.schedule,
+        status=status,
+        ended_ms=ended_ms,
+        consecutive_errors=job.consecutive_errors,
+        host_tz=_host_tz(),
+        job_id=job.job_id,
+        run_at_ms=run.run_at_ms or ended_ms,
+    )
+    job.running_at_ms = None
+    job.last_run_at_ms = run.run_at_ms
+    job.last_run_status = status
+    job.last_error = error or outcome.schedule_error
+    job.last_duration_ms = run.duration_ms
+    job.consecutive_errors = outcome.consecutive_errors
+    job.last_delivered = run.delivered
+    job.last_delivery_status = run.delivery_status or "not-requested"
+    job.last_delivery_error = run.delivery_error
+    job.schedule_error_count = job.schedule_error_count + 1 if outcome.schedule_error else 0
+    # A pause or a cancel while the run was out wins: a result never re-enables.
+    job.enabled = job.enabled and outcome.enabled and job.schedule_error_count < 3
+    if outcome.removed and job.removed_at is None:
+        job.removed_at = now
+        Entry.objects.filter(pk=job.entry_id).update(state=Entry.REMOVED, updated_at=now)
+    job.next_run_at = (
+        _from_ms(outcome.next_run_ms)
+        if job.enabled and job.removed_at is None and outcome.next_run_ms is not None
+        else None
+    )
+    job.updated_at_ms = ended_ms
+    job.save()
+    run.next_run_at_ms = _ms(job.next_run_at) if job.next_run_at else None
+    run.save()

@@ -1,0 +1,215 @@
+"""The confirmation gate (D-C18): confirm a revision, or ask for changes to it.
+
+No function creates or changes a job except `entry_confirm`, and that one only
+for the current revision of an entry, confirmed by a person (the admin action)
+or by the user's own message from a later turn (D-C5).
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from django.contrib.auth.models import AnonymousUser, User
+from django.db import IntegrityError, transaction
+
+from plans.conf import plans_conf
+from plans.models import ChangeRequest, Confirmation, Entry, Job, Revision, Turn
+from plans.policies import SeenTurn, confirmation_verdict, later_turn_problem
+from plans.services._common import _entry, _locked_plan_and_entry, _ms, _next_run_at
+from plans.services._revisions import _saw_answerer, _sync_plan
+from plans.services.errors import PlanError, PlanGateError
+from plans.services.jobs import stored_schedule
+
+# --- the gate: confirm, or ask for changes --------------------------------------------------------
+
+
+def _person(user: User | AnonymousUser | None) -> User | None:
+    if user is None or not user.is_authenticated or not user.has_perm("plans.add_confirmation"):
+        return None
+    return user
+
+
+def entry_confirm(
+    *,
+    task_id: str,
+    revision: int,
+    now: datetime,
+    user: User | AnonymousUser | None = None,
+    message: str = "",
+    turn_id: str = "",
+    relayed_by: str = "",
+    agent_key_issued_at: datetime | None = None,
+) -> Job:
+    """Confirm revision `revision` of an entry, then create or move its job (§2.3 6-7).
+
+    Either a signed-in person with the plans permission (`user`, the admin's
+    "Confirm revision k") or the user's own `message` from turn `turn_id`,
+    relayed over the API and judged by the whitelist and the rules of §2.4;
+    `agent_key_issued_at` is set when an agent key relays it (its run's start).
+    PLAN.md on disk is looked at first: an edit there is recorded as a revision
+    of unknown author before anything is judged, so what is confirmed is what
+    the file says. Refused, naming the rule: a revision that is not the entry's
+    current one (D-C3), the writing turn (F1), a turn the plan saw before the
+    revision, or an agent key for a revision found on disk (D-C18), anything but
+    an explicit confirmation (F2, F3), an entry that is blocked or cancelled, a
+    second confirmation.
+    """
+    person = _person(user)
+    if user is not None and person is None:
+        raise PlanGateError("D-C5: only a signed-in person with the plans permission confirms")
+    by_agent = person is None and agent_key_issued_at is not None
+    found = _entry(task_id)
+    _sync_plan(found.plan.archive_id, now=now, turn_id="" if person else turn_id)
+    with transaction.atomic():
+        plan, entry = _locked_plan_and_entry(task_id, found)
+        current = entry.revision
+        if revision != current.number:
+            raise PlanGateError(
+                f"D-C3: revision {revision} is not the one awaiting confirmation; "
+                f"revision {current.number} is"
+            )
+        if entry.state == Entry.REMOVED:
+            raise PlanGateError("state: the plan is cancelled")
+        if entry.state == Entry.BLOCKED:
+            raise PlanGateError(f"state: the plan is BLOCKED ({entry.blocked_reason})")
+        if entry.confirmed_revision_id == current.pk:
+            raise PlanGateError(f"revision {current.number} is already confirmed")
+        if entry.schedule is None:
+            raise PlanGateError(
+                "schedule: this entry was found on disk without a schedule; "
+                "revise it with one over the API first"
+            )
+        author_known = current.source == Revision.API and bool(current.turn_id)
+        seen: Turn | None = None
+        if person is None:
+            verdict = confirmation_verdict(
+                message=message,
+                phrases=plans_conf().confirmation_phrases,
+                message_turn=turn_id,
+                revision_turn=current.turn_id,
+                revision_number=current.number,
+                current_revision_number=current.number,
+            )
+            if not verdict.confirmed:
+                raise PlanGateError(verdict.rule)
+            seen = Turn.objects.filter(plan_id=entry.plan_id, turn_id=turn_id).first()
+            problem = later_turn_problem(
+                turn=turn_id,
+                seen=SeenTurn(seen.role, seen.revision_number, seen.seen_after) if seen else None,
+                revision_number=current.number,
+                author_known=author_known,
+                by_agent=by_agent,
+                agent_key_issued_before_revision=(
+                    agent_key_issued_at is not None and agent_key_issued_at <= current.written_at
+                ),
+            )
+            if problem:
+                raise PlanGateError(problem)
+        try:
+            with transaction.atomic():
+                confirmation = Confirmation.objects.create(
+                    entry=entry,
+                    revision=current,
+                    revision_sha256=current.sha256,
+                    revision_turn_id=current.turn_id,
+                    revision_number=current.number,
+                    revision_author_known=author_known,
+                    turn_seen_after=seen.seen_after if seen else None,
+                    by_agent=by_agent,
+                    how=Confirmation.ADMIN if person else Confirmation.API,
+                    turn_id="" if person else turn_id,
+                    message="" if person else message,
+                    confirmed_by=person,
+                    relayed_by=relayed_by[:200],
+                    confirmed_at=now,
+                )
+        except IntegrityError as exc:
+            raise PlanGateError(f"revision {current.number} is already confirmed") from exc
+        if person is None:
+            _saw_answerer(plan, turn_id, current, role=Turn.CONFIRMER, now=now)
+        job = _job_for(entry, confirmation, now=now)
+        entry.confirmed_revision = current
+        entry.state = Entry.SCHEDULED if job.enabled else Entry.PAUSED
+        entry.updated_at = now
+        entry.save(update_fields=["confirmed_revision", "state", "updated_at"])
+        return job
+
+
+def _job_for(entry: Entry, confirmation: Confirmation, *, now: datetime) -> Job:
+    """Create the entry's job, or move it to the confirmed revision's schedule and message."""
+    now_ms = _ms(now)
+    plan = entry.plan
+    job = Job.objects.select_for_update().filter(entry=entry).first()
+    payload = {"kind": "agentTurn", "message": entry.message}
+    if job is None:
+        job = Job(
+            job_id=str(uuid.uuid4()),
+            entry=entry,
+            agent_id=plan.agent_id,
+            session_key=plan.session_key,
+            created_at_ms=now_ms,
+            delivery={"mode": "none", "bestEffort": True},
+        )
+        schedule_changed = True
+    else:
+        schedule_changed = job.schedule != stored_schedule(entry.schedule or {}, now_ms=now_ms)
+    job.confirmation = confirmation
+    job.name = entry.task_name
+    job.payload = payload
+    job.missed = entry.missed
+    job.updated_at_ms = now_ms
+    if schedule_changed:
+        # An every patch re-anchors at now (§8.3), so it is stored afresh.
+        job.schedule = stored_schedule(entry.schedule or {}, now_ms=now_ms)
+        job.delete_after_run = job.schedule["kind"] == "at"
+        if job.enabled:
+            job.next_run_at = _next_run_at(job, now_ms=now_ms)
+    job.save()
+    return job
+
+
+def entry_request_changes(
+    *,
+    task_id: str,
+    revision: int,
+    comment: str,
+    now: datetime,
+    user: User | AnonymousUser | None = None,
+    turn_id: str = "",
+    relayed_by: str = "",
+) -> ChangeRequest:
+    """Record a request to change revision `revision` (§2.3 step 5): the entry is REVISING
+    until the agent writes the change into PLAN.md; nothing is scheduled."""
+    if not isinstance(comment, str) or not comment.strip():
+        raise PlanError("comment: required, what should change")
+    person = _person(user)
+    if user is not None and person is None:
+        raise PlanGateError("only a signed-in person with the plans permission reviews plans")
+    if person is None and not turn_id.strip():
+        raise PlanError("turnId: required, the conversation turn the user's message comes from")
+    with transaction.atomic():
+        plan, entry = _locked_plan_and_entry(task_id)
+        if revision != entry.revision.number:
+            raise PlanGateError(
+                f"D-C3: revision {revision} is not the current one; "
+                f"revision {entry.revision.number} is"
+            )
+        if entry.state == Entry.REMOVED:
+            raise PlanGateError("state: the plan is cancelled")
+        change = ChangeRequest.objects.create(
+            entry=entry,
+            revision=entry.revision,
+            how=Confirmation.ADMIN if person else Confirmation.API,
+            turn_id="" if person else turn_id,
+            comment=comment.strip(),
+            requested_by=person,
+            relayed_by=relayed_by[:200],
+            requested_at=now,
+        )
+        if person is None:
+            _saw_answerer(plan, turn_id, entry.revision, role=Turn.CHANGE_REQUESTER, now=now)
+        entry.state = Entry.REVISING
+        entry.updated_at = now
+        entry.save(update_fields=["state", "updated_at"])
+        return change
