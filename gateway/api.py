@@ -31,7 +31,7 @@ from gateway.models import NativeTask
 from gateway.policies import task_string
 from gateway.services import native_task_upsert
 from xworkmate.auth import HasScope, caller_of
-from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.errors import InputError
 from xworkmate.lib.jstime import wire_time
 from xworkmate.lib.wire import KEY_MAX_LENGTH, NOT_BLANK_PATTERN, WHITESPACE_CLASS, js_trim
 from xworkmate.openapi import ANY_BODY, api_error_responses
@@ -45,7 +45,7 @@ def _hook_body(request: Request, failure_log: str) -> dict[str, Any] | None:
     try:
         # DRF has not parsed the body (request.data is never touched here).
         return read_json_object(request._request)
-    except GatewayError as exc:
+    except InputError as exc:
         logger.warning("%s: Error: %s", failure_log, exc.message)
         return None
 

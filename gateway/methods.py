@@ -52,7 +52,7 @@ from gateway.policies import (
 )
 from gateway.selectors import native_task_lookup, session_state
 from gateway.services import MappingInput, session_prepare
-from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.errors import InputError
 from xworkmate.lib.jstime import wire_time
 from xworkmate.lib.wire import (
     KEY_MAX_LENGTH,
@@ -81,10 +81,10 @@ def read_mapping_request(params: Mapping[str, Any]) -> MappingInput:
     """§13.1 steps 1-2: the mapping metadata, checked in the original's order, writing nothing."""
     env = _metadata_envelope(params)
     if not schema_version_is_one(env.get("schemaVersion")):
-        raise GatewayError("schemaVersion must be 1")
+        raise InputError("schemaVersion must be 1")
     app_thread_key = task_string(env.get("appThreadKey"))
     if not app_thread_key:
-        raise GatewayError("appThreadKey required")
+        raise InputError("appThreadKey required")
     expected_dirs = normalize_expected_artifact_dirs(env.get("expectedArtifactDirs"))
     # JS `??`: an empty top-level string does not fall back to the envelope.
     raw_key = params.get("openclawSessionKey")
@@ -92,10 +92,10 @@ def read_mapping_request(params: Mapping[str, Any]) -> MappingInput:
     if isinstance(raw_key, int | float):
         # The original printed a number as its text, so 7 and "7" named one session
         # and a mapping was written for either; a key is a string (issue 9, bad input).
-        raise GatewayError(SESSION_KEY_NOT_A_STRING)
+        raise InputError(SESSION_KEY_NOT_A_STRING)
     session_key = task_string(raw_key)
     if not session_key:
-        raise GatewayError("openclawSessionKey required")
+        raise InputError("openclawSessionKey required")
     created_at = task_string(env.get("createdAt"))
     check_max_length("appThreadKey", app_thread_key)
     check_max_length("openclawSessionKey", session_key)
@@ -181,7 +181,7 @@ class _Lookup:
     include_artifacts: bool
     # When the workspace could not be read: the error, shown as a warning beside a
     # recorded status, and raised when there is no status to show (case C38).
-    unavailable: list[GatewayError] = field(default_factory=list)
+    unavailable: list[InputError] = field(default_factory=list)
 
     @property
     def notes(self) -> list[str]:
@@ -312,7 +312,7 @@ def _native_payload(lookup: _Lookup, task: dict[str, Any]) -> dict[str, Any]:
     if lookup.include_artifacts:
         export_run = lookup.run_id or task_run_id or task_task_id
         if not export_run:
-            raise GatewayError("runId required")
+            raise InputError("runId required")
         exported = lookup.export(export_run)
     task_status = task_string(task.get("status")) or "running"
     payload: dict[str, Any] = {

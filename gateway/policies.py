@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 
-from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.errors import InputError
 from xworkmate.lib.wire import js_trim
 
 MAX_RECORDED_TASK_RUNS = 32  # runs per session tasks.get can see (§2)
@@ -52,7 +52,7 @@ def lookup_session_key(params: Mapping[str, object]) -> str:
         return ""
     value = params["openclawSessionKey"]
     if not isinstance(value, str):
-        raise GatewayError(SESSION_KEY_NOT_A_STRING)
+        raise InputError(SESSION_KEY_NOT_A_STRING)
     return task_string(value)
 
 

@@ -27,7 +27,7 @@ from rest_framework.views import APIView
 
 from xworkmate.api_errors import error_body
 from xworkmate.auth import ApiKeyOrStaff, caller_of
-from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.errors import InputError
 from xworkmate.methods import (
     GatewayCall,
     GatewayMethod,
@@ -116,7 +116,7 @@ def _call(request: Request, method: GatewayMethod, params: dict[str, Any]) -> Re
     return Response({"ok": True, "payload": dict(payload)})
 
 
-def _failure(exc: GatewayError) -> Response:
+def _failure(exc: InputError) -> Response:
     return Response(error_body(exc.code, exc.message, envelope=True), status=exc.http_status)
 
 
@@ -148,7 +148,7 @@ class GatewayMethodView(APIView):
             target = get_method(method)
             params = _read_params(request)
             return _call(request, target, params)
-        except GatewayError as exc:
+        except InputError as exc:
             return _failure(exc)
 
 
@@ -162,7 +162,7 @@ class GatewayView(APIView):
         try:
             name, params = split_envelope(_read_params(request))
             return _call(request, get_method(name), params)
-        except GatewayError as exc:
+        except InputError as exc:
             return _failure(exc)
 
 
@@ -226,7 +226,7 @@ def method_view(method: GatewayMethod) -> type[APIView]:
     def post(self: APIView, request: Request) -> Response:
         try:
             return _call(request, get_method(method.name), _read_params(request))
-        except GatewayError as exc:
+        except InputError as exc:
             return _failure(exc)
 
     return type(

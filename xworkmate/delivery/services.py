@@ -36,7 +36,7 @@ from xworkmate.delivery.outcomes import (
     unregister_outcome_handler,
 )
 from xworkmate.delivery.policies import RetryRules, after_send, body_hash
-from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.errors import InputError
 from xworkmate.lib.wire import check_max_length, js_trim
 
 logger = logging.getLogger(__name__)
@@ -62,7 +62,7 @@ __all__ = [
 ]
 
 
-class DeliveryError(GatewayError):
+class DeliveryError(InputError):
     """Bad input to the outbox; the message names the field and the rule."""
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.errors import InputError
 
 __all__ = [
     "JS_WHITESPACE",
@@ -53,7 +53,7 @@ def check_max_length(
     value: str,
     limit: int = KEY_MAX_LENGTH,
     *,
-    error: type[Exception] = GatewayError,
+    error: type[Exception] = InputError,
 ) -> str:
     """Return ``value`` or raise ``error("<field> must be at most <limit> characters")``."""
     if len(value) > limit:
