@@ -36,7 +36,7 @@ RUN_WRITE_FAILED = "failed to write xworkmate task run state"
 
 @dataclass(frozen=True)
 class MappingInput:
-    """A validated mapping request (gateway.methods builds it from the params)."""
+    """A validated mapping request (gateway.methods.mapping builds it from the params)."""
 
     app_thread_key: str
     session_key: str
