@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from celery.beat import PersistentScheduler
+from celery.signals import beat_init
 
 from xworkmate.beat_cron import beat_crontab
 from xworkmate.config import Config, ConfigError, PeriodicJob, merge_jobs
@@ -131,3 +132,23 @@ class ConfiguredScheduler(PersistentScheduler):
         django.setup()
         self.app.conf.beat_schedule = beat_schedule(configured_jobs())
         super().setup_schedule()
+
+
+@beat_init.connect
+def _beat_started(**_: Any) -> None:
+    """Record which jobs this beat schedules, so /healthz can tell "not yet" from "never".
+
+    Connected when this module is imported, which beat does before it starts:
+    it builds its scheduler (ConfiguredScheduler, the CELERY_BEAT_SCHEDULER
+    setting) before it sends beat_init.
+    """
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.utils import timezone
+
+    from xworkmate.services import periodic_jobs_mark_seen
+
+    jobs = [job for job in configured_jobs(settings.XWORKMATE) if job.enabled]
+    periodic_jobs_mark_seen(jobs=jobs, now=timezone.now())
