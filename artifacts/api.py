@@ -21,7 +21,7 @@ from rest_framework.views import APIView
 from artifacts import engine
 from artifacts.engine import schema
 from artifacts.services import artifact_settings
-from xworkmate.api_errors import error_body
+from xworkmate.api_errors import refusal_response
 from xworkmate.auth import ApiKeyAuthentication, HasScope, caller_of
 from xworkmate.lib.errors import InputError
 from xworkmate.methods import scoped_params
@@ -160,8 +160,8 @@ class _GatewayReadOrStaff(HasScope):
 def _failure(exc: InputError) -> Response:
     # A missing file is 404 for a download (the bridge maps "no such file" to
     # artifact_missing); the code and message stay the contract's.
-    status = 404 if isinstance(exc, engine.ArtifactMissingError) else exc.http_status
-    return Response(error_body(exc.code, exc.message, envelope=False), status=status)
+    missing = isinstance(exc, engine.ArtifactMissingError)
+    return refusal_response(exc, status=404 if missing else None)
 
 
 class ArtifactDownloadApi(APIView):

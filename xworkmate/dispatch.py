@@ -25,7 +25,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from xworkmate.api_errors import error_body
+from xworkmate.api_errors import refusal_response
 from xworkmate.auth import ApiKeyOrStaff, caller_of
 from xworkmate.lib.errors import InputError
 from xworkmate.methods import (
@@ -117,7 +117,7 @@ def _call(request: Request, method: GatewayMethod, params: dict[str, Any]) -> Re
 
 
 def _failure(exc: InputError) -> Response:
-    return Response(error_body(exc.code, exc.message, envelope=True), status=exc.http_status)
+    return refusal_response(exc, envelope=True)
 
 
 class GatewayMethodView(APIView):
