@@ -33,8 +33,8 @@ from gateway.services import native_task_upsert
 from xworkmate.api_fields import KeyField
 from xworkmate.auth import HasScope, caller_of
 from xworkmate.lib.errors import InputError
+from xworkmate.lib.jstext import KEY_MAX_LENGTH, NOT_BLANK_PATTERN, WHITESPACE_CLASS, js_trim
 from xworkmate.lib.jstime import wire_time
-from xworkmate.lib.wire import KEY_MAX_LENGTH, NOT_BLANK_PATTERN, WHITESPACE_CLASS, js_trim
 from xworkmate.openapi import ANY_BODY, api_error_responses
 from xworkmate.parsers import read_json_object
 

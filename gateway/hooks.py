@@ -25,7 +25,7 @@ from gateway.policies import (
 from gateway.services import session_mapping_record, task_run_record_terminal
 from xworkmate.auth import Caller
 from xworkmate.lib.errors import InputError
-from xworkmate.lib.wire import check_max_length
+from xworkmate.lib.jstext import check_max_length
 from xworkmate.methods import scoped_params
 
 logger = logging.getLogger("xworkmate.gateway")

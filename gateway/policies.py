@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 
 from xworkmate.lib.errors import InputError
-from xworkmate.lib.wire import js_trim
+from xworkmate.lib.jstext import js_trim
 
 MAX_RECORDED_TASK_RUNS = 32  # runs per session tasks.get can see (§2)
 OUTPUT_CAP = 16 * 1024  # UTF-16 code units, as the original's String.slice

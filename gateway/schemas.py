@@ -27,7 +27,7 @@ from artifacts.engine.schema import (
 )
 from gateway.models import SessionMapping
 from gateway.policies import CREATED_AT_MAX_LENGTH, MODE
-from xworkmate.lib.wire import KEY_MAX_LENGTH, NOT_BLANK_PATTERN, WHITESPACE_CLASS
+from xworkmate.lib.jstext import KEY_MAX_LENGTH, NOT_BLANK_PATTERN, WHITESPACE_CLASS
 
 __all__ = [
     "SESSION_PREPARE_PARAMS",

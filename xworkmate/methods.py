@@ -19,8 +19,9 @@ from typing import Any
 
 from xworkmate.auth import Caller
 from xworkmate.lib.errors import InputError
+from xworkmate.lib.jstext import js_trim
+from xworkmate.lib.run_identity import with_run_identity
 from xworkmate.lib.strict_json import decode_json
-from xworkmate.lib.wire import js_trim, with_run_identity
 from xworkmate.policies import SCOPES
 
 __all__ = [

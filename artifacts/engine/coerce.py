@@ -12,8 +12,8 @@ from collections.abc import Iterator, Mapping
 from typing import TypeVar
 
 from xworkmate.lib.errors import InputError
+from xworkmate.lib.jstext import js_trim
 from xworkmate.lib.paging import MAX_LISTED_FILES
-from xworkmate.lib.wire import js_trim
 
 __all__ = [
     "ABSENT",

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 from xworkmate.lib.errors import InputError
-from xworkmate.lib.wire import JS_WHITESPACE
+from xworkmate.lib.jstext import JS_WHITESPACE
 
 from .collation import collation_key
 from .errors import ArtifactMissingError, node_fs_error_message

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from xworkmate.lib.errors import InputError
-from xworkmate.lib.wire import js_trim
+from xworkmate.lib.jstext import js_trim
 
 from .coerce import (
     file_limit,

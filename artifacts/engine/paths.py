@@ -14,7 +14,7 @@ import stat
 from collections.abc import Mapping
 
 from xworkmate.lib.errors import InputError
-from xworkmate.lib.wire import js_trim
+from xworkmate.lib.jstext import js_trim
 
 from .coerce import ABSENT, optional_string, typed_string
 from .errors import ArtifactMissingError, WorkspaceUnavailableError, node_fs_error_message

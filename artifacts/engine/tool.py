@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
 from xworkmate.lib.errors import InputError
-from xworkmate.lib.wire import with_run_identity
+from xworkmate.lib.run_identity import with_run_identity
 
 from .export import list_artifacts
 from .read import read_artifact

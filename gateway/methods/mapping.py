@@ -19,8 +19,8 @@ from gateway.policies import (
 )
 from gateway.services import MappingInput
 from xworkmate.lib.errors import InputError
+from xworkmate.lib.jstext import check_max_length
 from xworkmate.lib.jstime import wire_time
-from xworkmate.lib.wire import check_max_length
 
 
 def _metadata_envelope(params: Mapping[str, Any]) -> Mapping[str, Any]:

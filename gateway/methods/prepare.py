@@ -10,7 +10,7 @@ from artifacts.engine import validate_prepare_params
 from artifacts.services import artifact_settings
 from gateway.methods.mapping import mapping_payload, read_mapping_request
 from gateway.services import session_prepare
-from xworkmate.lib.wire import check_max_length
+from xworkmate.lib.jstext import check_max_length
 from xworkmate.methods import GatewayCall
 
 

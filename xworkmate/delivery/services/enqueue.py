@@ -17,7 +17,7 @@ from xworkmate.delivery.services._common import (
     DeliveryError,
     _is_pushed,
 )
-from xworkmate.lib.wire import check_max_length, js_trim
+from xworkmate.lib.jstext import check_max_length, js_trim
 
 # Named as when the write path was one module (its log lines keep their logger).
 logger = logging.getLogger("xworkmate.delivery.services")
