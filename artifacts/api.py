@@ -21,9 +21,9 @@ from rest_framework.views import APIView
 from artifacts import engine
 from artifacts.engine import schema
 from artifacts.services import artifact_settings
-from xworkmate.api_errors import error_body
+from xworkmate.api_errors import refusal_response
 from xworkmate.auth import ApiKeyAuthentication, HasScope, caller_of
-from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.errors import InputError
 from xworkmate.methods import scoped_params
 from xworkmate.openapi import api_error_responses
 
@@ -157,11 +157,11 @@ class _GatewayReadOrStaff(HasScope):
         return super().has_permission(request, view) if caller.key else caller.is_staff
 
 
-def _failure(exc: GatewayError) -> Response:
+def _failure(exc: InputError) -> Response:
     # A missing file is 404 for a download (the bridge maps "no such file" to
     # artifact_missing); the code and message stay the contract's.
-    status = 404 if isinstance(exc, engine.ArtifactMissingError) else exc.http_status
-    return Response(error_body(exc.code, exc.message, envelope=False), status=status)
+    missing = isinstance(exc, engine.ArtifactMissingError)
+    return refusal_response(exc, status=404 if missing else None)
 
 
 class ArtifactDownloadApi(APIView):
@@ -212,7 +212,7 @@ class ArtifactDownloadApi(APIView):
             opened = engine.open_artifact_by_ref(
                 str(params.get("artifactRef", "")), params, artifact_settings()
             )
-        except GatewayError as exc:
+        except InputError as exc:
             return _failure(exc)
         # Hashed again as it streams: a file changed mid-download never completes
         # a 200 with other bytes than the ref's; the stream breaks off instead.
@@ -290,6 +290,6 @@ class ArtifactToolApi(APIView):
         )
         try:
             text = engine.tool_execute(body, context, artifact_settings())
-        except GatewayError as exc:
+        except InputError as exc:
             return _failure(exc)
         return Response({"content": [{"type": "text", "text": text}], "details": {}})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from artifacts.engine import list_artifacts
 from artifacts.services import artifact_settings
-from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.errors import InputError
 
 
 def run_artifacts(*, session_key: str, run_id: str) -> list[dict[str, object]] | str:
@@ -12,7 +12,7 @@ def run_artifacts(*, session_key: str, run_id: str) -> list[dict[str, object]] |
     ids = {"openclawSessionKey": session_key, "runId": run_id}
     try:
         listed = list_artifacts(ids, artifact_settings())
-    except GatewayError as exc:
+    except InputError as exc:
         return exc.message
     found = listed.get("artifacts")
     return [row for row in found if isinstance(row, dict)] if isinstance(found, list) else []

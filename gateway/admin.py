@@ -22,7 +22,7 @@ from artifacts.engine import list_artifacts
 from artifacts.services import artifact_settings
 from gateway.models import NativeTask, SessionEntry, SessionMapping, TaskRun
 from xworkmate.admin import ReadOnlyMixin
-from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.errors import InputError
 
 
 def run_artifacts_in_roots(
@@ -41,7 +41,7 @@ def run_artifacts_in_roots(
     for root in roots:
         try:
             listed = list_artifacts({**ids, "workspaceDir": root}, artifact_settings())
-        except GatewayError as exc:
+        except InputError as exc:
             problems.append(exc.message)
             continue
         found = listed.get("artifacts")

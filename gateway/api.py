@@ -30,10 +30,11 @@ from gateway.hooks import agent_end_hook, session_start_hook
 from gateway.models import NativeTask
 from gateway.policies import task_string
 from gateway.services import native_task_upsert
+from xworkmate.api_fields import KeyField
 from xworkmate.auth import HasScope, caller_of
-from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.errors import InputError
+from xworkmate.lib.jstext import KEY_MAX_LENGTH, NOT_BLANK_PATTERN, WHITESPACE_CLASS, js_trim
 from xworkmate.lib.jstime import wire_time
-from xworkmate.lib.wire import KEY_MAX_LENGTH, NOT_BLANK_PATTERN, WHITESPACE_CLASS, js_trim
 from xworkmate.openapi import ANY_BODY, api_error_responses
 from xworkmate.parsers import read_json_object
 
@@ -45,7 +46,7 @@ def _hook_body(request: Request, failure_log: str) -> dict[str, Any] | None:
     try:
         # DRF has not parsed the body (request.data is never touched here).
         return read_json_object(request._request)
-    except GatewayError as exc:
+    except InputError as exc:
         logger.warning("%s: Error: %s", failure_log, exc.message)
         return None
 
@@ -142,26 +143,6 @@ class AgentEndHookView(APIView):
         return Response({"ok": True, "recorded": result.recorded})
 
 
-@extend_schema_field(
-    {"type": "string", "pattern": NOT_BLANK_PATTERN, "maxLength": KEY_MAX_LENGTH}
-)
-class _KeyField(serializers.CharField):
-    """A session key: a string (a number is refused, not turned into text), not blank
-    once trimmed as JavaScript trims (D-K7), at most KEY_MAX_LENGTH characters."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        # Trimmed once, as JavaScript trims, not by DRF's str.strip.
-        super().__init__(max_length=KEY_MAX_LENGTH, trim_whitespace=False, **kwargs)
-
-    def to_internal_value(self, data: Any) -> str:
-        if not isinstance(data, str):
-            self.fail("invalid")
-        text = str(super().to_internal_value(data))
-        if not js_trim(text):
-            self.fail("blank")
-        return text
-
-
 _STATUSES = ", ".join(s for s, _ in NativeTask.STATUSES)
 # taskState.ts `optionalString`: a task id is a string ("<nil>" means none), or a
 # number or boolean read as its text.
@@ -212,7 +193,7 @@ class NativeTaskUpsertView(APIView):
 
     @extend_schema_serializer(component_name="NativeTaskUpsertInput")
     class InputSerializer(serializers.Serializer):  # type: ignore[type-arg]
-        sessionKey = _KeyField()
+        sessionKey = KeyField()
         task = _TaskField(
             help_text="the registry record, returned as `task` by tasks.get; "
             f"needs taskId and status ({_STATUSES}), may carry runId"

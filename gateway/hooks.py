@@ -24,8 +24,8 @@ from gateway.policies import (
 )
 from gateway.services import session_mapping_record, task_run_record_terminal
 from xworkmate.auth import Caller
-from xworkmate.lib.errors import GatewayError
-from xworkmate.lib.wire import check_max_length
+from xworkmate.lib.errors import InputError
+from xworkmate.lib.jstext import check_max_length
 from xworkmate.methods import scoped_params
 
 logger = logging.getLogger("xworkmate.gateway")
@@ -62,7 +62,7 @@ def session_start_hook(event: Mapping[str, Any], caller: Caller) -> HookResult:
             now=timezone.now(),
             by_agent=caller.is_agent,
         )
-    except GatewayError as exc:
+    except InputError as exc:
         logger.warning("xworkmate session_start preparation failed: Error: %s", exc.message)
         return HookResult(prepared=prepared)
     # D-A14: whatever breaks, the hook's caller is not failed; the traceback is logged.
@@ -94,7 +94,7 @@ def agent_end_hook(event: Mapping[str, Any], ctx: Mapping[str, Any], caller: Cal
             error=sanitize_error(event.get("error")),
             now=timezone.now(),
         )
-    except GatewayError as exc:
+    except InputError as exc:
         logger.warning("xworkmate agent_end state capture failed: Error: %s", exc.message)
         return HookResult()
     # D-A14: whatever breaks, the hook's caller is not failed; the traceback is logged.

@@ -12,7 +12,7 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from xworkmate.lib.wire import KEY_MAX_LENGTH
+from xworkmate.lib.jstext import KEY_MAX_LENGTH
 
 
 class SessionEntry(models.Model):

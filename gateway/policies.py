@@ -9,12 +9,14 @@ import re
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 
-from xworkmate.lib.errors import GatewayError
-from xworkmate.lib.wire import js_trim
+from xworkmate.lib.errors import InputError
+from xworkmate.lib.jstext import js_trim
 
 MAX_RECORDED_TASK_RUNS = 32  # runs per session tasks.get can see (§2)
 OUTPUT_CAP = 16 * 1024  # UTF-16 code units, as the original's String.slice
 ERROR_CAP = 2048
+MODE = "gateway-chat"  # the `mode` of every tasks.get payload (§13.2)
+CREATED_AT_MAX_LENGTH = 64  # a mapping's `createdAt`, kept verbatim (§13.1)
 
 _NIL = "<nil>"  # what the Go bridge sends for a nil string
 
@@ -52,7 +54,7 @@ def lookup_session_key(params: Mapping[str, object]) -> str:
         return ""
     value = params["openclawSessionKey"]
     if not isinstance(value, str):
-        raise GatewayError(SESSION_KEY_NOT_A_STRING)
+        raise InputError(SESSION_KEY_NOT_A_STRING)
     return task_string(value)
 
 

@@ -19,7 +19,7 @@ from gateway.policies import (
     native_status_may_change,
 )
 from xworkmate import sql
-from xworkmate.lib.errors import ConflictError, ForbiddenError, GatewayError
+from xworkmate.lib.errors import ConflictError, ForbiddenError, InputError
 from xworkmate.lib.jstime import wire_time
 from xworkmate.sql import columns, table
 
@@ -36,7 +36,7 @@ RUN_WRITE_FAILED = "failed to write xworkmate task run state"
 
 @dataclass(frozen=True)
 class MappingInput:
-    """A validated mapping request (gateway.methods builds it from the params)."""
+    """A validated mapping request (gateway.methods.mapping builds it from the params)."""
 
     app_thread_key: str
     session_key: str
@@ -76,7 +76,7 @@ def _lock_session(*, session_key: str, run_id: str, now: datetime) -> _LockedSes
         )
         entry = _lock_entry(session_key)
         if entry is None:  # the row exists now, whoever inserted it
-            raise GatewayError(MAPPING_WRITE_FAILED)
+            raise InputError(MAPPING_WRITE_FAILED)
     return _read_locked(entry, run_id)
 
 
@@ -140,7 +140,7 @@ def _mapping_upsert(
             {"id": existing.pk, "app_thread_key": request.app_thread_key},
         )
         if changed != 1:
-            raise GatewayError(MAPPING_WRITE_FAILED)
+            raise InputError(MAPPING_WRITE_FAILED)
         existing.expected_artifact_dirs = request.expected_dirs
         existing.updated_at = updated_at
         return existing
@@ -208,7 +208,7 @@ def _run_write(
         values["completed_at"] = values["updated_at"]
     # By id: the session's lock guarantees the run read is still visible.
     if sql.update(TaskRun, values, {"id": run.pk}) != 1:
-        raise GatewayError(RUN_WRITE_FAILED)
+        raise InputError(RUN_WRITE_FAILED)
     # The session row lock serialises writers: what was written is what the row holds.
     for field_name, value in values.items():
         setattr(run, field_name, value)
@@ -363,4 +363,4 @@ def native_task_upsert(
                 return NativeTaskResult(task=task, created=True, applied=True)
             except IntegrityError:
                 continue  # a concurrent first upsert won: apply ours as an update
-    raise GatewayError("failed to write native task record")
+    raise InputError("failed to write native task record")

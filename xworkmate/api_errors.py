@@ -5,6 +5,11 @@ endpoints wrap the same in the contract's envelope `{"ok": false, "error": ...}`
 That holds for the answers Django gives before or around a view too (no
 route, a request Django refuses, a server error): under `/api/` and
 `/gateway` the root URLconf's handlers answer the same JSON, never HTML.
+
+The API kit's error side: `refusal_response` answers a refusal the code raised
+(an InputError: its code, message and HTTP status), `InputErrorAPIView` is a
+view whose services' refusals answer so instead of a 500; `error_body` is the
+shape itself.
 """
 
 from __future__ import annotations
@@ -16,7 +21,10 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 from rest_framework import exceptions
 from rest_framework.response import Response
+from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
+
+from xworkmate.lib.errors import InputError
 
 _CODES: tuple[tuple[type[exceptions.APIException], str], ...] = (
     (exceptions.NotAuthenticated, "UNAUTHORIZED"),
@@ -34,6 +42,26 @@ _CODES: tuple[tuple[type[exceptions.APIException], str], ...] = (
 def error_body(code: str, message: str, *, envelope: bool) -> dict[str, Any]:
     body: dict[str, Any] = {"error": {"code": code, "message": message}}
     return {"ok": False, **body} if envelope else body
+
+
+def refusal_response(
+    exc: InputError, *, status: int | None = None, envelope: bool = False
+) -> Response:
+    """A refusal as the API answers it: its code and message, its HTTP status unless
+    `status` says otherwise (in the gateway's envelope when `envelope`)."""
+    return Response(
+        error_body(exc.code, exc.message, envelope=envelope),
+        status=exc.http_status if status is None else status,
+    )
+
+
+class InputErrorAPIView(APIView):
+    """A REST view whose services' refusals (InputError) answer with their code and rule."""
+
+    def handle_exception(self, exc: Exception) -> Response:
+        if isinstance(exc, InputError):
+            return refusal_response(exc)
+        return super().handle_exception(exc)
 
 
 def _message(detail: Any) -> str:

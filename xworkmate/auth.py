@@ -24,7 +24,7 @@ from rest_framework.exceptions import AuthenticationFailed, PermissionDenied, Va
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
-from xworkmate.lib.wire import js_trim
+from xworkmate.lib.jstext import js_trim
 from xworkmate.models import ApiKey
 from xworkmate.policies import last_used_is_stale, scope_allows
 from xworkmate.selectors import api_key_for_token

@@ -5,6 +5,9 @@ Workers and beat start it with `celery -A xworkmate.celery`; inside Django
 the kernel's AppConfig.ready() imports it, so every app's `@shared_task`
 binds to this app. Importing the `xworkmate` package itself builds nothing,
 which keeps `xworkmate.lib` importable without Celery (D-K2).
+
+Nothing here imports the periodic jobs: what beat does when it starts lives
+with its scheduler (xworkmate.periodic), so the two never import each other.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import os
 from typing import Any
 
 from celery import Celery
-from celery.signals import beat_init, task_postrun, task_prerun
+from celery.signals import task_postrun, task_prerun
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "xworkmate.settings")
 
@@ -35,18 +38,3 @@ def _recycle_database_connections(task: Any = None, **_: Any) -> None:
 
     close_old_connections()
 
-
-@beat_init.connect
-def _beat_started(**_: Any) -> None:
-    """Record which jobs this beat schedules, so /healthz can tell "not yet" from "never"."""
-    import django
-
-    django.setup()
-    from django.conf import settings
-    from django.utils import timezone
-
-    from xworkmate.periodic import configured_jobs
-    from xworkmate.services import periodic_jobs_mark_seen
-
-    jobs = [job for job in configured_jobs(settings.XWORKMATE) if job.enabled]
-    periodic_jobs_mark_seen(jobs=jobs, now=timezone.now())

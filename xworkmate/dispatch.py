@@ -25,9 +25,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from xworkmate.api_errors import error_body
+from xworkmate.api_errors import refusal_response
 from xworkmate.auth import ApiKeyOrStaff, caller_of
-from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.errors import InputError
 from xworkmate.methods import (
     GatewayCall,
     GatewayMethod,
@@ -116,8 +116,8 @@ def _call(request: Request, method: GatewayMethod, params: dict[str, Any]) -> Re
     return Response({"ok": True, "payload": dict(payload)})
 
 
-def _failure(exc: GatewayError) -> Response:
-    return Response(error_body(exc.code, exc.message, envelope=True), status=exc.http_status)
+def _failure(exc: InputError) -> Response:
+    return refusal_response(exc, envelope=True)
 
 
 class GatewayMethodView(APIView):
@@ -148,7 +148,7 @@ class GatewayMethodView(APIView):
             target = get_method(method)
             params = _read_params(request)
             return _call(request, target, params)
-        except GatewayError as exc:
+        except InputError as exc:
             return _failure(exc)
 
 
@@ -162,7 +162,7 @@ class GatewayView(APIView):
         try:
             name, params = split_envelope(_read_params(request))
             return _call(request, get_method(name), params)
-        except GatewayError as exc:
+        except InputError as exc:
             return _failure(exc)
 
 
@@ -226,7 +226,7 @@ def method_view(method: GatewayMethod) -> type[APIView]:
     def post(self: APIView, request: Request) -> Response:
         try:
             return _call(request, get_method(method.name), _read_params(request))
-        except GatewayError as exc:
+        except InputError as exc:
             return _failure(exc)
 
     return type(

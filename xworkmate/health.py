@@ -20,8 +20,7 @@ from kombu.exceptions import OperationalError
 
 from xworkmate.config import ConfigError
 from xworkmate.delivery.selectors import outbox_summary
-from xworkmate.periodic import configured_jobs
-from xworkmate.policies import job_health
+from xworkmate.periodic import configured_jobs, job_health
 from xworkmate.selectors import periodic_job_states
 
 BROKER_TIMEOUT_SECONDS = 3

@@ -6,7 +6,7 @@ name. Apps register their methods in their AppConfig.ready(), in the
 contract's order (the kernel knows no method of its own: D-K1).
 
 Handlers take a GatewayCall and return the payload dict, or raise
-GatewayError (INVALID_REQUEST, HTTP 400) / ConflictError (CONFLICT, HTTP 409)
+InputError (INVALID_REQUEST, HTTP 400) / ConflictError (CONFLICT, HTTP 409)
 with the contract's message. The code is chosen by the error's type, never by
 looking for words in the message (D-A5).
 """
@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xworkmate.auth import Caller
-from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.errors import InputError
+from xworkmate.lib.jstext import js_trim
+from xworkmate.lib.run_identity import with_run_identity
 from xworkmate.lib.strict_json import decode_json
-from xworkmate.lib.wire import js_trim, with_run_identity
 from xworkmate.policies import SCOPES
 
 __all__ = [
@@ -39,7 +40,7 @@ __all__ = [
 ]
 
 
-class UnknownMethodError(GatewayError):
+class UnknownMethodError(InputError):
     http_status = 404
 
 
@@ -148,24 +149,24 @@ def parse_body(raw: bytes, *, limit: int) -> dict[str, Any]:
         return {}
     value = decode_json(raw)
     if not isinstance(value, dict):
-        raise GatewayError(f"request body must be a JSON object (got {_json_type(value)})")
+        raise InputError(f"request body must be a JSON object (got {_json_type(value)})")
     return value
 
 
-def body_too_large(limit: int) -> GatewayError:
-    return GatewayError(f"request body too large: limit is {limit} bytes (gateway.max_body_bytes)")
+def body_too_large(limit: int) -> InputError:
+    return InputError(f"request body too large: limit is {limit} bytes (gateway.max_body_bytes)")
 
 
 def split_envelope(body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """`{"method": ..., "params": {...}}` → (method, params)."""
     method = body.get("method")
     if not isinstance(method, str) or not js_trim(method):
-        raise GatewayError("method: required, a non-empty string")
+        raise InputError("method: required, a non-empty string")
     params = body.get("params", {})
     if params is None:
         params = {}
     if not isinstance(params, dict):
-        raise GatewayError(f"params: must be a JSON object (got {_json_type(params)})")
+        raise InputError(f"params: must be a JSON object (got {_json_type(params)})")
     return js_trim(method), params
 
 

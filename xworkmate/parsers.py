@@ -19,7 +19,7 @@ from rest_framework.parsers import BaseParser
 from rest_framework.renderers import JSONRenderer
 
 from xworkmate.config.kernel import request_body_limit
-from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.errors import InputError
 from xworkmate.methods import body_too_large, parse_body
 
 __all__ = ["StrictJSONParser", "max_body_bytes", "read_json_object"]
@@ -43,7 +43,7 @@ def _read(stream: IO[bytes] | HttpRequest, meta: Mapping[str, Any]) -> dict[str,
 
 
 def read_json_object(request: HttpRequest) -> dict[str, Any]:
-    """The body of a request nobody has parsed yet, as a JSON object (GatewayError otherwise)."""
+    """The body of a request nobody has parsed yet, as a JSON object (InputError otherwise)."""
     return _read(request, request.META)
 
 
@@ -68,5 +68,5 @@ class StrictJSONParser(BaseParser):
         meta: Mapping[str, Any] = request.META if request is not None else {}
         try:
             return _read(stream, meta)
-        except GatewayError as exc:
+        except InputError as exc:
             raise ParseError(exc.message) from exc

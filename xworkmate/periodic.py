@@ -12,6 +12,10 @@ worker records each tick (start, end, outcome) from Celery's task signals
 (xworkmate.tasks). So the job's task keeps its own options (time limit, acks,
 routing), the health page knows each job's last tick, and a job removed from
 the config stops running even if a stale beat schedule still names it.
+
+`job_health` classifies a job from its last tick and when beat fires it next
+(pure: callers pass `now`); it computes with Celery's crontab, so it lives
+here, not among the framework-free policies.
 """
 
 from __future__ import annotations
@@ -19,9 +23,12 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from collections.abc import Iterable
-from typing import Any
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
 
 from celery.beat import PersistentScheduler
+from celery.signals import beat_init
 
 from xworkmate.beat_cron import beat_crontab
 from xworkmate.config import Config, ConfigError, PeriodicJob, merge_jobs
@@ -115,6 +122,61 @@ def beat_schedule(jobs: Iterable[PeriodicJob]) -> dict[str, dict[str, Any]]:
     return schedule
 
 
+# --- health: is a job ticking as beat fires it ------------------------------------------
+
+
+JobStatus = Literal["ok", "pending", "stale", "failing", "unscheduled", "disabled"]
+
+
+@dataclass(frozen=True)
+class JobHealth:
+    status: JobStatus
+    due_by: datetime | None  # the tick must have happened by then, or the job is stale
+
+    @property
+    def is_down(self) -> bool:
+        return self.status in ("stale", "unscheduled")
+
+
+def next_fire_after(job: PeriodicJob, moment: datetime) -> datetime:
+    """When beat fires `job` next after `moment` (aware datetimes)."""
+    if job.every is not None:
+        return moment + job.every
+    if job.cron is None:  # the config guarantees exactly one of every/cron
+        raise ValueError(f"periodic job {job.name!r} has neither every nor cron")
+    # Celery measures "remaining" from its own clock; pin that clock to
+    # `moment` so the answer depends on the arguments only.
+    schedule = beat_crontab(job.cron, nowfun=lambda: moment)
+    return moment + schedule.remaining_estimate(moment)
+
+
+def job_health(
+    job: PeriodicJob,
+    *,
+    beat_seen_at: datetime | None,
+    last_tick_at: datetime | None,
+    last_status: str,
+    now: datetime,
+) -> JobHealth:
+    """Classify one periodic job.
+
+    A job is stale when its last tick (or, before the first one, the start of
+    the beat that scheduled it) is older than two of its intervals: one missed
+    tick is tolerated, because beat and the worker each add some delay.
+    """
+    if not job.enabled:
+        return JobHealth("disabled", None)
+    anchor = last_tick_at or beat_seen_at
+    if anchor is None:
+        return JobHealth("unscheduled", None)
+    due_by = next_fire_after(job, next_fire_after(job, anchor))
+    if now > due_by:
+        return JobHealth("stale", due_by)
+    if last_tick_at is None:
+        return JobHealth("pending", due_by)
+    return JobHealth("failing" if last_status == "error" else "ok", due_by)
+
+
 class ConfiguredScheduler(PersistentScheduler):
     """Beat's scheduler with the schedule of `configured_jobs`, built when beat starts.
 
@@ -131,3 +193,23 @@ class ConfiguredScheduler(PersistentScheduler):
         django.setup()
         self.app.conf.beat_schedule = beat_schedule(configured_jobs())
         super().setup_schedule()
+
+
+@beat_init.connect
+def _beat_started(**_: Any) -> None:
+    """Record which jobs this beat schedules, so /healthz can tell "not yet" from "never".
+
+    Connected when this module is imported, which beat does before it starts:
+    it builds its scheduler (ConfiguredScheduler, the CELERY_BEAT_SCHEDULER
+    setting) before it sends beat_init.
+    """
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.utils import timezone
+
+    from xworkmate.services import periodic_jobs_mark_seen
+
+    jobs = [job for job in configured_jobs(settings.XWORKMATE) if job.enabled]
+    periodic_jobs_mark_seen(jobs=jobs, now=timezone.now())

@@ -14,7 +14,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 
 from xworkmate.config import PeriodicJob
-from xworkmate.lib.wire import KEY_MAX_LENGTH, check_max_length, js_trim
+from xworkmate.lib.jstext import KEY_MAX_LENGTH, check_max_length, js_trim
 from xworkmate.models import ApiKey, PeriodicJobState, UserPreference
 from xworkmate.policies import LAST_USED_RESOLUTION, SCOPES
 from xworkmate.selectors import hash_api_key

@@ -2,7 +2,7 @@
 
 One function per gateway method; each takes the request params (a JSON object) and an
 :class:`ArtifactSettings`, returns the exact payload dict, or raises
-``xworkmate.lib.errors.GatewayError`` (``code`` + contract ``message``). Of the
+``xworkmate.lib.errors.InputError`` (``code`` + contract ``message``). Of the
 project it imports only ``xworkmate.lib``: no framework, so it runs and is
 tested on its own (D-K2).
 """

@@ -11,9 +11,9 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import TypeVar
 
-from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.errors import InputError
+from xworkmate.lib.jstext import js_trim
 from xworkmate.lib.paging import MAX_LISTED_FILES
-from xworkmate.lib.wire import js_trim
 
 __all__ = [
     "ABSENT",
@@ -73,9 +73,9 @@ def typed_string(value: object, field: str) -> str:
     if value is None or value is ABSENT:
         return ""
     if not isinstance(value, str):
-        raise GatewayError(f"{field} must be a string")
+        raise InputError(f"{field} must be a string")
     if "\0" in value:
-        raise GatewayError(f"{field} must not contain a NUL character")
+        raise InputError(f"{field} must not contain a NUL character")
     return js_trim(value)
 
 
@@ -84,7 +84,7 @@ def required_string(value: object, message: str, field: str) -> str:
     ``message`` (the contract's ``<field> required``, cases B17 and C38)."""
     text = typed_string(value, field) if isinstance(value, str) else ""
     if not text:
-        raise GatewayError(message)
+        raise InputError(message)
     return text
 
 
@@ -158,10 +158,10 @@ def _typed_number(value: object, field: str) -> float:
     if value is ABSENT:
         return math.nan
     if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise GatewayError(f"{field} must be a number")
+        raise InputError(f"{field} must be a number")
     number = js_number(value)
     if isinstance(value, str) and math.isnan(number):
-        raise GatewayError(f"{field} must be a number")
+        raise InputError(f"{field} must be a number")
     return number
 
 

@@ -20,8 +20,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import NoReturn
 
-from xworkmate.lib.errors import GatewayError
-from xworkmate.lib.wire import JS_WHITESPACE
+from xworkmate.lib.errors import InputError
+from xworkmate.lib.jstext import JS_WHITESPACE
 
 from .collation import collation_key
 from .errors import ArtifactMissingError, node_fs_error_message
@@ -212,7 +212,7 @@ def _raise_vanished(error: OSError, path: str) -> NoReturn:
     message = node_fs_error_message(error, "stat", path)
     if isinstance(error, FileNotFoundError):
         raise ArtifactMissingError(message) from error
-    raise GatewayError(message) from error
+    raise InputError(message) from error
 
 
 def _in_task_scopes(relative_path: str) -> bool:

@@ -10,13 +10,13 @@ from __future__ import annotations
 import errno
 import os
 
-# The service's one GatewayError (xworkmate.lib.errors): the gateway views catch it.
-from xworkmate.lib.errors import GatewayError
+# The service's generic refusal (xworkmate.lib.errors): every door answers it.
+from xworkmate.lib.errors import InputError
 
 __all__ = ["ArtifactMissingError", "WorkspaceUnavailableError", "node_fs_error_message"]
 
 
-class ArtifactMissingError(GatewayError):
+class ArtifactMissingError(InputError):
     """A path that does not exist (D-A13).
 
     The wire code stays ``INVALID_REQUEST`` as in the original; the subclass only lets a
@@ -24,7 +24,7 @@ class ArtifactMissingError(GatewayError):
     """
 
 
-class WorkspaceUnavailableError(GatewayError):
+class WorkspaceUnavailableError(InputError):
     """The workspace is not a usable directory (gone, or replaced by a file).
 
     ``tasks.get`` still answers a recorded status then, with a warning, instead of

@@ -9,8 +9,8 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from xworkmate.lib.errors import GatewayError
-from xworkmate.lib.wire import js_trim
+from xworkmate.lib.errors import InputError
+from xworkmate.lib.jstext import js_trim
 
 from .coerce import (
     file_limit,
@@ -150,7 +150,7 @@ def _open_candidate(opener: BeneathOpener, candidate: Candidate) -> int:
             raise ArtifactMissingError(
                 node_fs_error_message(vanished, "open", candidate.absolute_path)
             ) from error
-        raise GatewayError(message) from error
+        raise InputError(message) from error
     info = os.fstat(fd)
     if (info.st_dev, info.st_ino) != (candidate.device, candidate.inode) or not stat.S_ISREG(
         info.st_mode

@@ -8,7 +8,7 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from xworkmate.lib.wire import js_trim
+from xworkmate.lib.jstext import js_trim
 
 from .errors import node_fs_error_message
 from .paths import is_within_root, open_file_beneath, relative_parts

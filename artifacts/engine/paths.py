@@ -13,8 +13,8 @@ import re
 import stat
 from collections.abc import Mapping
 
-from xworkmate.lib.errors import GatewayError
-from xworkmate.lib.wire import js_trim
+from xworkmate.lib.errors import InputError
+from xworkmate.lib.jstext import js_trim
 
 from .coerce import ABSENT, optional_string, typed_string
 from .errors import ArtifactMissingError, WorkspaceUnavailableError, node_fs_error_message
@@ -115,7 +115,7 @@ def realpath_or_raise(path: str) -> str:
         message = node_fs_error_message(error, "realpath", path)
         if isinstance(error, FileNotFoundError):
             raise ArtifactMissingError(message) from error
-        raise GatewayError(message) from error
+        raise InputError(message) from error
 
 
 def root_forms(settings: ArtifactSettings) -> list[str]:
@@ -157,12 +157,12 @@ def resolve_workspace_root(params: Mapping[str, object], settings: ArtifactSetti
     candidate = expand_user_path(explicit or settings.workspace_roots[0])
     roots = root_forms(settings)
     if not any(is_within_root(root, candidate) for root in roots):
-        raise GatewayError(WORKSPACE_OUTSIDE_ROOTS)
+        raise InputError(WORKSPACE_OUTSIDE_ROOTS)
     real = realpath_or_raise(candidate)
     if not any(is_within_root(root, real) for root in roots):
-        raise GatewayError(WORKSPACE_OUTSIDE_ROOTS)
+        raise InputError(WORKSPACE_OUTSIDE_ROOTS)
     if in_task_tree(real, roots):
-        raise GatewayError(WORKSPACE_IN_TASK_SCOPES)
+        raise InputError(WORKSPACE_IN_TASK_SCOPES)
     if not directory_exists(real):
         raise WorkspaceUnavailableError(WORKSPACE_NOT_A_DIRECTORY)
     return real
@@ -209,12 +209,12 @@ def safe_input_relative_path(value: object, label: str) -> str:
     """
     text = optional_string(value)
     if not text:
-        raise GatewayError(f"{label} required")
+        raise InputError(f"{label} required")
     if text.startswith("/") or "\0" in text or _DRIVE_LETTER.match(text):
-        raise GatewayError(f"{label} must stay inside the workspace")
+        raise InputError(f"{label} must stay inside the workspace")
     parts = [part for part in _SEPARATORS.split(text) if part]
     if not parts or any(part in ("..", ".") for part in parts):
-        raise GatewayError(f"{label} must stay inside the workspace")
+        raise InputError(f"{label} must stay inside the workspace")
     return "/".join(parts)
 
 
@@ -222,7 +222,7 @@ def safe_task_artifact_scope(value: object) -> str:
     scope = safe_input_relative_path(value, "artifactScope")
     parts = scope.split("/")
     if len(parts) != 3 or parts[0] != TASK_SCOPE_ROOT:
-        raise GatewayError("artifactScope must be a task artifact scope")
+        raise InputError("artifactScope must be a task artifact scope")
     return scope
 
 
@@ -234,7 +234,7 @@ def resolve_scope_root(workspace_root: str, scope: str) -> str:
     checked = safe_task_artifact_scope(scope)
     root = os.path.join(workspace_root, checked)
     if not is_within_root(workspace_root, root):
-        raise GatewayError("artifactScope must stay inside the workspace")
+        raise InputError("artifactScope must stay inside the workspace")
     return root
 
 
@@ -246,15 +246,15 @@ def _safe_expected_artifact_dir(value: object) -> str:
     if not text:
         return ""
     if _DRIVE_LETTER.match(text) or text.startswith("/") or "\0" in text:
-        raise GatewayError("expectedArtifactDir must stay inside the workspace")
+        raise InputError("expectedArtifactDir must stay inside the workspace")
     parts = [part for part in _SEPARATORS.split(text) if part]
     if not parts or any(part in ("..", ".") for part in parts):
-        raise GatewayError("expectedArtifactDir must stay inside the workspace")
+        raise InputError("expectedArtifactDir must stay inside the workspace")
     # D-A4: the fallback scan must never reach other runs' scopes, at any depth (a
     # nested workspace has its own tasks/). Compared without case so a
     # case-insensitive file system cannot alias "Tasks" to "tasks".
     if any(part.lower() == TASK_SCOPE_ROOT for part in parts):
-        raise GatewayError(EXPECTED_DIR_IN_TASK_SCOPES)
+        raise InputError(EXPECTED_DIR_IN_TASK_SCOPES)
     return "/".join(parts) + "/"
 
 
@@ -267,9 +267,9 @@ def normalize_expected_artifact_dirs(value: object) -> list[str]:
     if value is None or value is ABSENT:
         return []
     if not isinstance(value, list):
-        raise GatewayError("expectedArtifactDirs must be an array of strings")
+        raise InputError("expectedArtifactDirs must be an array of strings")
     if len(value) > MAX_EXPECTED_ARTIFACT_DIRS:
-        raise GatewayError(
+        raise InputError(
             f"expectedArtifactDirs must have at most {MAX_EXPECTED_ARTIFACT_DIRS} entries"
         )
     seen: dict[str, None] = {}  # insertion-ordered: linear de-duplication
@@ -293,8 +293,8 @@ def _raise_symlink_component(parent_fd: int, part: str, error: OSError, path: st
     except OSError:
         mode = 0
     if stat.S_ISLNK(mode):
-        raise GatewayError("artifactScope must stay inside the workspace") from error
-    raise GatewayError(node_fs_error_message(error, "mkdir", path)) from error
+        raise InputError("artifactScope must stay inside the workspace") from error
+    raise InputError(node_fs_error_message(error, "mkdir", path)) from error
 
 
 def ensure_directory_beneath(root: str, relative: str) -> tuple[int, bool]:
@@ -316,7 +316,7 @@ def ensure_directory_beneath(root: str, relative: str) -> tuple[int, bool]:
             except FileExistsError:
                 created = False
             except OSError as error:
-                raise GatewayError(node_fs_error_message(error, "mkdir", current)) from error
+                raise InputError(node_fs_error_message(error, "mkdir", current)) from error
             try:
                 child = os.open(part, _DIR_FLAGS, dir_fd=fd)
             except OSError as error:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import BinaryIO
 
-from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.errors import InputError
 
 from .coerce import ABSENT, non_negative_integer, optional_string, typed_string
 from .content import CHUNK_SIZE, content_type_for_path, digest_fd, label_for_path
@@ -50,7 +50,7 @@ _HARD_LINK = "relativePath must not be a hard link"
 _STILL_HASHING = "{path} is still being hashed; try again shortly"
 
 
-class ArtifactChangedError(GatewayError):
+class ArtifactChangedError(InputError):
     """The file changed while it was being streamed (see OpenedArtifact.verified_chunks)."""
 
 
@@ -89,22 +89,22 @@ def _resolve_target(params: Mapping[str, object], settings: ArtifactSettings) ->
             or payload.run_scope != identity.expected_scope
             or payload.identity != ref_identity(identity)  # D-A17: the exact raw identity
         ):
-            raise GatewayError(_IDENTITY_MISMATCH)
+            raise InputError(_IDENTITY_MISMATCH)
         relative_path = payload.relative_path
         artifact_scope = payload.artifact_scope
         if optional_string(params.get("relativePath")):
             requested = safe_input_relative_path(params.get("relativePath"), "relativePath")
             if requested != relative_path:
-                raise GatewayError("artifactRef does not match relativePath")
+                raise InputError("artifactRef does not match relativePath")
         if param_scope and param_scope != artifact_scope:
-            raise GatewayError("artifactRef does not match artifactScope")
+            raise InputError("artifactRef does not match artifactScope")
         if artifact_scope != identity.expected_scope:
-            raise GatewayError("artifactScope does not match sessionKey/runId")
+            raise InputError("artifactScope does not match sessionKey/runId")
     else:
         if not param_scope:
-            raise GatewayError("artifactScope or artifactRef required")
+            raise InputError("artifactScope or artifactRef required")
         if param_scope != identity.expected_scope:
-            raise GatewayError("artifactScope does not match sessionKey/runId")
+            raise InputError("artifactScope does not match sessionKey/runId")
         artifact_scope = param_scope
         relative_path = safe_input_relative_path(params.get("relativePath"), "relativePath")
     scope_root = resolve_scope_root(workspace_root, artifact_scope)
@@ -112,9 +112,9 @@ def _resolve_target(params: Mapping[str, object], settings: ArtifactSettings) ->
     base_root = workspace_root if payload is not None and payload.base else scope_root
     real_path = realpath_or_raise(os.path.join(base_root, relative_path))
     if not is_within_root(base_root, real_path):
-        raise GatewayError(_OUTSIDE)
+        raise InputError(_OUTSIDE)
     if base_root == workspace_root and in_task_tree(real_path, root_forms(settings)):
-        raise GatewayError(_OUTSIDE)  # D-A4: never another run's scope
+        raise InputError(_OUTSIDE)  # D-A4: never another run's scope
     return _Target(
         identity=identity,
         workspace_root=workspace_root,
@@ -132,31 +132,31 @@ def _open_target(target: _Target) -> tuple[int, os.stat_result]:
     """Open the checked realpath without following symlinks; it must be a regular file."""
     relative = relative_parts(target.workspace_root, target.real_path)
     if relative is None:
-        raise GatewayError(_OUTSIDE)
+        raise InputError(_OUTSIDE)
     try:
         fd = open_file_beneath(target.workspace_root, relative)
     except FileNotFoundError as error:
         message = node_fs_error_message(error, "open", target.real_path)
         raise ArtifactMissingError(message) from error
     except IsADirectoryError as error:
-        raise GatewayError("relativePath must point to a file") from error
+        raise InputError("relativePath must point to a file") from error
     except OSError as error:
         if error.errno in (20, 40):  # ENOTDIR, ELOOP: a part was swapped for a symlink
-            raise GatewayError(_OUTSIDE) from error
-        raise GatewayError(node_fs_error_message(error, "open", target.real_path)) from error
+            raise InputError(_OUTSIDE) from error
+        raise InputError(node_fs_error_message(error, "open", target.real_path)) from error
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)
-        raise GatewayError("relativePath must point to a file")
+        raise InputError("relativePath must point to a file")
     if info.st_nlink > 1:
         os.close(fd)
-        raise GatewayError(_HARD_LINK)
+        raise InputError(_HARD_LINK)
     return fd, info
 
 
 def _check_size(target: _Target, size: int) -> None:
     if target.payload is not None and size != target.payload.size_bytes:
-        raise GatewayError(_CONTENT_MISMATCH)
+        raise InputError(_CONTENT_MISMATCH)
 
 
 def read_artifact(params: Mapping[str, object], settings: ArtifactSettings) -> dict[str, object]:
@@ -174,11 +174,11 @@ def read_artifact(params: Mapping[str, object], settings: ArtifactSettings) -> d
     finally:
         os.close(fd)
     if digest is None:
-        raise GatewayError(_STILL_HASHING.format(path=target.requested_path))
+        raise InputError(_STILL_HASHING.format(path=target.requested_path))
     if target.payload is not None and (
         digest.size_bytes != target.payload.size_bytes or digest.sha256 != target.payload.sha256
     ):
-        raise GatewayError(_CONTENT_MISMATCH)
+        raise InputError(_CONTENT_MISMATCH)
     relative_path = safe_relative_path(target.base_root, target.real_path)
     ref = target.ref or sign_artifact_ref(
         secret=settings.signing_secret,
@@ -285,7 +285,7 @@ def open_artifact_by_ref(
     out, so the bytes streamed are the bytes the ref was issued for.
     """
     if not optional_string(ref):
-        raise GatewayError("invalid artifactRef")
+        raise InputError("invalid artifactRef")
     target = _resolve_target({**params, "artifactRef": ref}, settings)
     fd, info = _open_target(target)
     try:
@@ -299,13 +299,13 @@ def open_artifact_by_ref(
             deadline=time.monotonic() + settings.hash_budget_seconds,
         )
         if digest is None:
-            raise GatewayError(_STILL_HASHING.format(path=target.requested_path))
+            raise InputError(_STILL_HASHING.format(path=target.requested_path))
         total = digest.size_bytes
         if target.payload is None or (total, digest.sha256) != (
             target.payload.size_bytes,
             target.payload.sha256,
         ):
-            raise GatewayError(_CONTENT_MISMATCH)
+            raise InputError(_CONTENT_MISMATCH)
         os.lseek(fd, 0, os.SEEK_SET)
         handle = os.fdopen(fd, "rb")
     except BaseException:

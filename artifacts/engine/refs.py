@@ -27,7 +27,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.errors import InputError
 
 from .coerce import js_number, optional_string
 from .paths import (
@@ -115,7 +115,7 @@ def _decode_body(body: str) -> dict[str, object]:
         raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
         decoded = json.loads(raw.decode("utf-8", errors="replace"))
     except (ValueError, binascii.Error) as error:
-        raise GatewayError(_INVALID) from error
+        raise InputError(_INVALID) from error
     # JSON.parse of a non-object gives a value whose properties are all undefined.
     return decoded if isinstance(decoded, dict) else {}
 
@@ -123,40 +123,40 @@ def _decode_body(body: str) -> dict[str, object]:
 def _session_scope(value: object) -> str:
     try:
         scope = safe_input_relative_path(value, "artifactRef sessionScope")
-    except GatewayError as error:
-        raise GatewayError(_INVALID) from error
+    except InputError as error:
+        raise InputError(_INVALID) from error
     parts = scope.split("/")
     if len(parts) != 2 or parts[0] != TASK_SCOPE_ROOT:
-        raise GatewayError(_INVALID)
+        raise InputError(_INVALID)
     return scope
 
 
 def _run_scope(value: object) -> str:
     try:
         return safe_task_artifact_scope(value)
-    except GatewayError as error:
-        raise GatewayError(_INVALID) from error
+    except InputError as error:
+        raise InputError(_INVALID) from error
 
 
 def verify_artifact_ref(ref: str, *, secret: str, workspace_root: str) -> RefPayload:
     """§12.4, checks in order; the first failure wins."""
     parts = ref.split(".")
     if len(parts) != 2 or not parts[0] or not parts[1]:
-        raise GatewayError(_INVALID)
+        raise InputError(_INVALID)
     body, signature = parts
     if not body.isascii() or not signature.isascii():
-        raise GatewayError(_INVALID)
+        raise InputError(_INVALID)
     if not hmac.compare_digest(_mac(secret, body).encode("ascii"), signature.encode("ascii")):
-        raise GatewayError(_INVALID)
+        raise InputError(_INVALID)
     payload = _decode_body(body)
     if payload.get("scopeKind") != "task":
-        raise GatewayError(_INVALID)
+        raise InputError(_INVALID)
     relative_path = safe_input_relative_path(
         payload.get("relativePath"), "artifactRef relativePath"
     )
     artifact_scope = optional_artifact_scope(payload.get("artifactScope"))
     if not artifact_scope:
-        raise GatewayError(_INVALID)
+        raise InputError(_INVALID)
     size_number = js_number(payload.get("sizeBytes"))
     size_bytes = math.floor(size_number) if math.isfinite(size_number) and size_number >= 0 else -1
     sha256 = optional_string(payload.get("sha256")).lower()
@@ -168,27 +168,27 @@ def verify_artifact_ref(ref: str, *, secret: str, workspace_root: str) -> RefPay
         or size_bytes < 0
         or not _SHA256_HEX.fullmatch(sha256)
     ):
-        raise GatewayError(_INVALID)
+        raise InputError(_INVALID)
     session_scope = _session_scope(payload.get("sessionScope"))
     run_scope = _run_scope(payload.get("runScope"))
     if not run_scope.startswith(session_scope + "/"):
-        raise GatewayError(_INVALID)
+        raise InputError(_INVALID)
     base = ""
     if "base" in payload:
         if payload["base"] != WORKSPACE_BASE:
-            raise GatewayError(_INVALID)
+            raise InputError(_INVALID)
         # D-A4 holds for refs too: a workspace-relative ref never points into tasks/.
         if any(part.lower() == TASK_SCOPE_ROOT for part in relative_path.split("/")):
-            raise GatewayError(_INVALID)
+            raise InputError(_INVALID)
         base = WORKSPACE_BASE
     identity: tuple[str, str] | None = None
     if "openclawSessionKey" in payload or "runId" in payload:
         session_key, run_id = payload.get("openclawSessionKey"), payload.get("runId")
         if not isinstance(session_key, str) or not isinstance(run_id, str):
-            raise GatewayError(_INVALID)
+            raise InputError(_INVALID)
         identity = (session_key, run_id)
     if payload.get("workspaceRootHash") != workspace_root_hash(workspace_root):
-        raise GatewayError("artifactRef does not match workspace")
+        raise InputError("artifactRef does not match workspace")
     return RefPayload(
         session_scope=session_scope,
         run_scope=run_scope,

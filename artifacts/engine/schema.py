@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from xworkmate.lib.jstext import NOT_BLANK_PATTERN, WHITESPACE_CLASS
 from xworkmate.lib.paging import MAX_LISTED_FILES
-from xworkmate.lib.wire import NOT_BLANK_PATTERN, WHITESPACE_CLASS
 
 Schema = dict[str, Any]
 

@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.errors import InputError
 
 from .coerce import required_string
 from .paths import (
@@ -89,7 +89,7 @@ def read_identity(params: Mapping[str, object]) -> TaskIdentity:
 def requested_scope(params: Mapping[str, object], identity: TaskIdentity) -> str:
     requested = optional_artifact_scope(params.get("artifactScope"))
     if requested and requested != identity.expected_scope:
-        raise GatewayError("artifactScope does not match sessionKey/runId")
+        raise InputError("artifactScope does not match sessionKey/runId")
     return requested or identity.expected_scope
 
 
@@ -253,7 +253,7 @@ def claim_scope(
         scope_root = resolve_scope_root(workspace_root, scope)
         relative = relative_parts(workspace_root, scope_root)
         if relative is None:
-            raise GatewayError("artifactScope must stay inside the workspace")
+            raise InputError("artifactScope must stay inside the workspace")
         created_ms = time.time() * 1000
         fd, created = ensure_directory_beneath(workspace_root, relative)
         try:
@@ -271,7 +271,7 @@ def claim_scope(
         os.close(fd)
         return owned, os.path.join(scope_root, extra)
     # Only a hash collision of two raw identities (or tampering) can get here.
-    raise GatewayError("artifactScope is owned by another session")
+    raise InputError("artifactScope is owned by another session")
 
 
 def _recorded_created_ms(scope_root: str) -> float | None:

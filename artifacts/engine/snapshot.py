@@ -21,7 +21,7 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.errors import InputError
 from xworkmate.lib.openclaw import DEFAULT_MEDIA_DIR
 
 from .coerce import file_limit, non_negative_number, optional_string, param
@@ -238,7 +238,7 @@ def _place_without_overwrite(dir_fd: int, temp_name: str, wanted: str, size: int
             except FileExistsError:
                 if _same_content(dir_fd, name, size, sha):
                     return name
-        raise GatewayError(f"snapshot name clash for {wanted} could not be resolved")
+        raise InputError(f"snapshot name clash for {wanted} could not be resolved")
     finally:
         os.unlink(temp_name, dir_fd=dir_fd)
 
@@ -281,7 +281,7 @@ def collect_and_snapshot(
     artifact_scope = requested_scope(params, identity)
     source_files = params.get("sourceFiles")
     if source_files is not None and not isinstance(source_files, list):
-        raise GatewayError("sourceFiles must be an array of strings")
+        raise InputError("sourceFiles must be an array of strings")
     # D-A6: all params are valid; the writes start here.
     identity, snapshot_root = claim_scope(workspace_root, identity, extra=_SNAPSHOT_DIR)
     artifact_scope = identity.expected_scope
@@ -323,7 +323,7 @@ def collect_and_snapshot(
             continue
         except OSError as error:
             message = node_fs_error_message(error, "copyfile", source.real_path)
-            raise GatewayError(message) from error
+            raise InputError(message) from error
         if placed != destination:
             warnings.append(
                 f"snapshot name clash for {_SNAPSHOT_DIR}/{destination}; "

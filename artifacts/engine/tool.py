@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
-from xworkmate.lib.errors import GatewayError
-from xworkmate.lib.wire import with_run_identity
+from xworkmate.lib.errors import InputError
+from xworkmate.lib.run_identity import with_run_identity
 
 from .export import list_artifacts
 from .read import read_artifact
@@ -161,9 +161,9 @@ def tool_execute(
 ) -> str:
     """Run the tool; returns the text of its single ``{"type": "text"}`` content block."""
     if not context.session_key:
-        raise GatewayError("sessionKey required")
+        raise InputError("sessionKey required")
     if not context.run_id:
-        raise GatewayError("runId required")
+        raise InputError("runId required")
     base = with_run_identity(
         params,
         drop=_CONTEXT_KEYS,
@@ -190,4 +190,4 @@ def tool_execute(
                 "use the workspace path to download it directly."
             )
         return "\n".join([manifest, "", tail])
-    raise GatewayError("action must be list or read")
+    raise InputError("action must be list or read")

@@ -29,7 +29,7 @@ from tests.artifacts.engine_support import (
     tree_state,
     write,
 )
-from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.errors import InputError
 
 NOT_PREPARED = "artifact scope is not prepared for this task run"
 
@@ -441,9 +441,9 @@ def test_case_73_single_candidate_with_limit_one_has_no_warning(workspace: Path)
 @pytest.mark.parametrize("value", [True, None])
 def test_case_73_d_a8_boolean_and_null_are_refused(workspace: Path, value: object) -> None:
     """Case 73 rows `true`/`null` (Q6) are decided by D-A8: non-numbers are refused."""
-    with pytest.raises(GatewayError, match=r"^maxFiles must be a number$"):
+    with pytest.raises(InputError, match=r"^maxFiles must be a number$"):
         export_artifacts(ids(maxFiles=value), settings_for(workspace))
-    with pytest.raises(GatewayError, match=r"^maxInlineBytes must be a number$"):
+    with pytest.raises(InputError, match=r"^maxInlineBytes must be a number$"):
         export_artifacts(ids(maxInlineBytes=value), settings_for(workspace))
 
 
@@ -484,7 +484,7 @@ def test_case_79_symlinked_scope_escape(workspace: Path, tmp_path: Path) -> None
     payload = export_artifacts(ids("s", "r"), config)
     assert payload["artifacts"] == []
     assert payload["warnings"] == ["skipped path outside workspace secret.txt"]
-    with pytest.raises(GatewayError, match=r"^relativePath must stay inside the workspace$"):
+    with pytest.raises(InputError, match=r"^relativePath must stay inside the workspace$"):
         read_artifact(ids("s", "r", artifactScope="tasks/s/r", relativePath="secret.txt"), config)
 
 
@@ -517,7 +517,7 @@ def test_case_82_d_a4_expected_dir_tasks_is_refused(workspace: Path) -> None:
     config = settings_for(workspace)
     prepare(config, "s", "r2")
     write(prepare(config, "s", "r") / "ok.txt")
-    with pytest.raises(GatewayError, match=r"^expectedArtifactDir must stay outside task scopes$"):
+    with pytest.raises(InputError, match=r"^expectedArtifactDir must stay outside task scopes$"):
         export_artifacts(ids("s", "r2", expectedArtifactDirs=["tasks"]), config)
 
 
@@ -639,7 +639,7 @@ def test_export_of_file_replaced_after_walk_aborts(
         return original(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(export_module, "_select", swap_then_select)
-    with pytest.raises(GatewayError) as caught:
+    with pytest.raises(InputError) as caught:
         export_artifacts(ids(), config)
     assert caught.value.message.startswith("ENOENT: no such file or directory, open ")
 
@@ -656,6 +656,6 @@ def test_bad_export_input_writes_nothing(workspace: Path) -> None:
         ids(sinceUnixMs=5, artifactScope="../x"),
     ]
     for params in bad:
-        with pytest.raises(GatewayError):
+        with pytest.raises(InputError):
             export_artifacts(params, config)
     assert tree_state(workspace) == before

@@ -26,7 +26,7 @@ from tests.artifacts.engine_support import (
     tree_state,
     write,
 )
-from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.errors import InputError
 
 SKIPPED_TASKS = "skipped task scopes inside expected artifact dirs"
 
@@ -65,7 +65,7 @@ def test_it_gives_a_colliding_identity_its_own_scope(workspace, first, second):
     for call in (export_artifacts, list_artifacts):
         payload = call(ids(*second), config)
         assert payload["artifacts"] == [] and "secret.txt" not in str(payload)
-    with pytest.raises(GatewayError, match=r"^artifactScope does not match sessionKey/runId$"):
+    with pytest.raises(InputError, match=r"^artifactScope does not match sessionKey/runId$"):
         read_artifact(ids(*second, artifactScope=scope_one, relativePath="secret.txt"), config)
     # ... and the same identity finds its scope again, deterministically.
     assert prepare_artifact_scope(ids(*second), config)["relativeArtifactDirectory"] == scope_two
@@ -91,7 +91,7 @@ def test_a_ref_reads_back_only_for_the_exact_raw_identity(workspace, first, seco
     write(Path(str(prepare_artifact_scope(ids(*first), config)["artifactDirectory"])) / "a.txt", "abc")
     ref = _refs(export_artifacts(ids(*first), config))[0]
     assert read_artifact(ids(*first, artifactRef=ref), config)["artifacts"][0]["content"] == "YWJj"
-    with pytest.raises(GatewayError, match=r"^artifactRef does not match sessionKey/runId$"):
+    with pytest.raises(InputError, match=r"^artifactRef does not match sessionKey/runId$"):
         read_artifact(ids(*second, artifactRef=ref), config)
 
 
@@ -118,7 +118,7 @@ def test_a_workspace_inside_a_task_scope_is_refused(workspace):
         deep.mkdir(parents=True, exist_ok=True)
         before = tree_state(workspace)
         for call in (export_artifacts, list_artifacts, prepare_artifact_scope, collect_and_snapshot):
-            with pytest.raises(GatewayError, match=r"^workspaceDir must stay outside task scopes$"):
+            with pytest.raises(InputError, match=r"^workspaceDir must stay outside task scopes$"):
                 call(ids("me", "r", workspaceDir=str(deep), expectedArtifactDirs=["r"]), config)
         assert tree_state(workspace) == before
 
@@ -132,7 +132,7 @@ def test_a_nested_workspaces_task_scopes_stay_out_of_the_fallback(workspace):
     assert relative_paths(payload) == ["nested/mine.txt"]
     assert payload["warnings"] == [SKIPPED_TASKS]  # once, naming nothing
     assert "theirs" not in str(payload)
-    with pytest.raises(GatewayError, match=r"^expectedArtifactDir must stay outside task scopes$"):
+    with pytest.raises(InputError, match=r"^expectedArtifactDir must stay outside task scopes$"):
         export_artifacts(ids("me", "r", expectedArtifactDirs=["nested/tasks"]), config)
 
 
@@ -170,7 +170,7 @@ def test_a_hard_link_to_an_outside_file_is_never_exported_or_read(workspace, tmp
     assert relative_paths(payload) == ["fine.txt"]
     assert payload["warnings"] == ["skipped hard-linked file innocent.txt"]
     assert "root:secret" not in str(payload) and "cm9vdDpzZWNyZXQ=" not in str(payload)
-    with pytest.raises(GatewayError, match=r"^relativePath must not be a hard link$"):
+    with pytest.raises(InputError, match=r"^relativePath must not be a hard link$"):
         read_artifact(ids(artifactScope="tasks/s1/r1", relativePath="innocent.txt"), config)
 
 
@@ -205,7 +205,7 @@ def test_a_workspace_that_is_a_file_or_a_fifo_is_refused(workspace):
     os.mkfifo(workspace / "pipe")
     for target in ("plain", "pipe"):
         for call in (export_artifacts, prepare_artifact_scope, read_artifact):
-            with pytest.raises(GatewayError, match=r"^workspaceDir must be a directory$"):
+            with pytest.raises(InputError, match=r"^workspaceDir must be a directory$"):
                 call(ids(workspaceDir=str(workspace / target), artifactScope="tasks/s1/r1", relativePath="x"), config)
 
 
@@ -217,7 +217,7 @@ def test_a_workspace_replaced_by_a_file_after_prepare_is_a_clean_error(tmp_path)
     prepare_artifact_scope(ids(workspaceDir=str(ws)), config)
     os.rename(ws, root / "gone")
     write(ws, "not a directory any more")
-    with pytest.raises(GatewayError, match=r"^workspaceDir must be a directory$"):
+    with pytest.raises(InputError, match=r"^workspaceDir must be a directory$"):
         export_artifacts(ids(workspaceDir=str(ws)), config)
 
 
@@ -274,7 +274,7 @@ def test_a_wrong_type_is_refused_naming_the_field(workspace, params, message):
     config = settings_for(workspace)
     before = tree_state(workspace)
     call = read_artifact if "artifactRef" in params else export_artifacts
-    with pytest.raises(GatewayError, match=f"^{message}$"):
+    with pytest.raises(InputError, match=f"^{message}$"):
         call({**ids(), **params}, config)
     assert tree_state(workspace) == before
 
@@ -282,6 +282,6 @@ def test_a_wrong_type_is_refused_naming_the_field(workspace, params, message):
 def test_source_files_must_be_an_array(workspace):
     config = settings_for(workspace)
     before = tree_state(workspace)
-    with pytest.raises(GatewayError, match=r"^sourceFiles must be an array of strings$"):
+    with pytest.raises(InputError, match=r"^sourceFiles must be an array of strings$"):
         collect_and_snapshot(ids(sourceFiles="x"), config)
     assert tree_state(workspace) == before

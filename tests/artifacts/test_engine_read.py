@@ -27,7 +27,7 @@ from tests.artifacts.engine_support import (
     tree_state,
     write,
 )
-from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.errors import InputError
 
 
 @pytest.fixture
@@ -62,7 +62,7 @@ def test_case_5_colliding_session_keys_no_longer_share_refs(workspace: Path) -> 
     config = settings_for(workspace)
     write(prepare(config, "agent:main", "r") / "a.txt", "abc")
     ref = _exported_ref(export_artifacts(ids("agent:main", "r"), config))
-    with pytest.raises(GatewayError, match=r"^artifactRef does not match sessionKey/runId$"):
+    with pytest.raises(InputError, match=r"^artifactRef does not match sessionKey/runId$"):
         read_artifact(ids("agent_main", "r", artifactRef=ref), config)
     payload = read_artifact(ids("agent:main", "r", artifactRef=ref), config)
     assert payload["sessionKey"] == "agent:main"
@@ -70,14 +70,14 @@ def test_case_5_colliding_session_keys_no_longer_share_refs(workspace: Path) -> 
 
 
 def test_case_86_rejects_unscoped_reads_by_relative_path(workspace: Path) -> None:
-    with pytest.raises(GatewayError, match=r"^artifactScope or artifactRef required$"):
+    with pytest.raises(InputError, match=r"^artifactScope or artifactRef required$"):
         read_artifact(ids(relativePath="reports/final.txt"), settings_for(workspace))
 
 
 def test_case_88_rejects_reads_from_another_run_scope(workspace: Path) -> None:
     config = settings_for(workspace)
     write(prepare(config, "thread-main", "turn-1") / "a.txt")
-    with pytest.raises(GatewayError, match=r"^artifactScope does not match sessionKey/runId$"):
+    with pytest.raises(InputError, match=r"^artifactScope does not match sessionKey/runId$"):
         read_artifact(
             ids(
                 "thread-main",
@@ -93,9 +93,9 @@ def test_case_89_rejects_refs_from_another_session(workspace: Path) -> None:
     config = settings_for(workspace)
     write(prepare(config, "thread-main", "turn-1") / "a.txt")
     ref = _exported_ref(export_artifacts(ids("thread-main", "turn-1"), config))
-    with pytest.raises(GatewayError, match=r"^artifactRef does not match sessionKey/runId$"):
+    with pytest.raises(InputError, match=r"^artifactRef does not match sessionKey/runId$"):
         read_artifact(ids("thread-other", "turn-1", artifactRef=ref), config)
-    with pytest.raises(GatewayError, match=r"^artifactRef does not match sessionKey/runId$"):
+    with pytest.raises(InputError, match=r"^artifactRef does not match sessionKey/runId$"):
         read_artifact(ids("thread-main", "turn-2", artifactRef=ref), config)
 
 
@@ -103,19 +103,19 @@ def test_case_91_rejects_tampered_refs(workspace: Path) -> None:
     config = settings_for(workspace)
     write(prepare(config) / "a.txt")
     ref = _exported_ref(export_artifacts(ids(), config))
-    with pytest.raises(GatewayError, match=r"^invalid artifactRef$"):
+    with pytest.raises(InputError, match=r"^invalid artifactRef$"):
         read_artifact(ids(artifactRef=ref + "x"), config)
 
 
 def test_case_94_rejects_relative_path_traversal(workspace: Path) -> None:
     config = settings_for(workspace)
     prepare(config)
-    with pytest.raises(GatewayError, match=r"^relativePath must stay inside the workspace$"):
+    with pytest.raises(InputError, match=r"^relativePath must stay inside the workspace$"):
         read_artifact(ids(artifactScope="tasks/s1/r1", relativePath="../outside.txt"), config)
 
 
 def test_case_95_rejects_artifact_scope_traversal(workspace: Path) -> None:
-    with pytest.raises(GatewayError, match=r"^artifactScope must stay inside the workspace$"):
+    with pytest.raises(InputError, match=r"^artifactScope must stay inside the workspace$"):
         read_artifact(ids(artifactScope="../outside", relativePath="a"), settings_for(workspace))
 
 
@@ -150,11 +150,11 @@ def test_case_98_ref_related_parameter_errors(workspace: Path) -> None:
     config = settings_for(workspace)
     write(prepare(config) / "keep.md", "keep")
     ref = _exported_ref(export_artifacts(ids(), config))
-    with pytest.raises(GatewayError, match=r"^artifactRef does not match relativePath$"):
+    with pytest.raises(InputError, match=r"^artifactRef does not match relativePath$"):
         read_artifact(ids(artifactRef=ref, relativePath="notes"), config)
-    with pytest.raises(GatewayError, match=r"^artifactRef does not match artifactScope$"):
+    with pytest.raises(InputError, match=r"^artifactRef does not match artifactScope$"):
         read_artifact(ids(artifactRef=ref, artifactScope="tasks/s1/r2"), config)
-    with pytest.raises(GatewayError, match=r"^artifactScope must be a task artifact scope$"):
+    with pytest.raises(InputError, match=r"^artifactScope must be a task artifact scope$"):
         read_artifact(ids(artifactRef=ref, artifactScope="tasks/x"), config)
     assert read_artifact(ids(artifactRef=ref, relativePath="keep.md"), config)["artifacts"]
 
@@ -178,16 +178,16 @@ def test_case_101_forged_refs_signed_with_the_configured_secret(workspace: Path)
     def read(**overrides: object) -> dict[str, object]:
         return read_artifact(ids(artifactRef=_forged(workspace, "s3cret", **overrides)), config)
 
-    with pytest.raises(GatewayError, match=r"^artifactScope does not match sessionKey/runId$"):
+    with pytest.raises(InputError, match=r"^artifactScope does not match sessionKey/runId$"):
         read(artifact_scope="tasks/s1/r2")
-    with pytest.raises(GatewayError, match=r"^invalid artifactRef$"):
+    with pytest.raises(InputError, match=r"^invalid artifactRef$"):
         read(artifact_scope="")
-    with pytest.raises(GatewayError, match=r"^invalid artifactRef$"):
+    with pytest.raises(InputError, match=r"^invalid artifactRef$"):
         read(session_scope="tasks/s2")
-    with pytest.raises(GatewayError, match=r"^invalid artifactRef$"):
+    with pytest.raises(InputError, match=r"^invalid artifactRef$"):
         read(sha256="abc")
     with pytest.raises(
-        GatewayError, match=r"^artifactRef relativePath must stay inside the workspace$"
+        InputError, match=r"^artifactRef relativePath must stay inside the workspace$"
     ):
         read(relative_path="../x")
     assert read(sha256=sha(b"keep").upper())["artifacts"]
@@ -220,7 +220,7 @@ def test_d_a3_fallback_ref_is_bound_to_its_run(workspace: Path) -> None:
     prepare(config)
     write(workspace / "reports" / "final.md", "# Done\n")
     ref = _exported_ref(export_artifacts(ids(expectedArtifactDirs=["reports"]), config))
-    with pytest.raises(GatewayError, match=r"^artifactRef does not match sessionKey/runId$"):
+    with pytest.raises(InputError, match=r"^artifactRef does not match sessionKey/runId$"):
         read_artifact(ids("s1", "r2", artifactRef=ref), config)
 
 
@@ -228,9 +228,9 @@ def test_d_a3_workspace_ref_into_tasks_is_invalid(workspace: Path) -> None:
     config = settings_for(workspace)
     write(prepare(config) / "keep.md", "keep")
     forged = _forged(workspace, relative_path="tasks/s1/r1/keep.md", base="workspace")
-    with pytest.raises(GatewayError, match=r"^invalid artifactRef$"):
+    with pytest.raises(InputError, match=r"^invalid artifactRef$"):
         read_artifact(ids(artifactRef=forged), config)
-    with pytest.raises(GatewayError, match=r"^invalid artifactRef$"):
+    with pytest.raises(InputError, match=r"^invalid artifactRef$"):
         read_artifact(ids(artifactRef=_forged(workspace, base="elsewhere")), config)
 
 
@@ -256,7 +256,7 @@ def test_case_106_relative_path_normalization(workspace: Path, requested: str, r
     if result.startswith("sub/"):
         assert read_artifact(params, config)["artifacts"][0]["relativePath"] == result  # type: ignore[index]
         return
-    with pytest.raises(GatewayError, match=rf"^{result}$"):
+    with pytest.raises(InputError, match=rf"^{result}$"):
         read_artifact(params, config)
 
 
@@ -285,14 +285,14 @@ def test_read_without_ref_signs_the_realpath(workspace: Path) -> None:
 def test_read_of_a_directory_is_refused(workspace: Path) -> None:
     config = settings_for(workspace)
     (prepare(config) / "sub").mkdir()
-    with pytest.raises(GatewayError, match=r"^relativePath must point to a file$"):
+    with pytest.raises(InputError, match=r"^relativePath must point to a file$"):
         read_artifact(ids(artifactScope="tasks/s1/r1", relativePath="sub"), config)
 
 
 def test_read_of_a_fifo_is_refused_without_blocking(workspace: Path) -> None:
     config = settings_for(workspace)
     os.mkfifo(prepare(config) / "pipe")
-    with pytest.raises(GatewayError, match=r"^relativePath must point to a file$"):
+    with pytest.raises(InputError, match=r"^relativePath must point to a file$"):
         read_artifact(ids(artifactScope="tasks/s1/r1", relativePath="pipe"), config)
 
 
@@ -300,7 +300,7 @@ def test_read_symlink_out_of_the_workspace_is_refused(workspace: Path, tmp_path:
     config = settings_for(workspace)
     secret = write(tmp_path / "secret.txt", "secret")
     (prepare(config) / "leak.txt").symlink_to(secret)
-    with pytest.raises(GatewayError, match=r"^relativePath must stay inside the workspace$"):
+    with pytest.raises(InputError, match=r"^relativePath must stay inside the workspace$"):
         read_artifact(ids(artifactScope="tasks/s1/r1", relativePath="leak.txt"), config)
 
 
@@ -308,7 +308,7 @@ def test_read_symlink_into_another_scope_is_refused(workspace: Path) -> None:
     config = settings_for(workspace)
     other = write(prepare(config, "s1", "r2") / "other.txt", "other")
     (prepare(config) / "peek.txt").symlink_to(other)
-    with pytest.raises(GatewayError, match=r"^relativePath must stay inside the workspace$"):
+    with pytest.raises(InputError, match=r"^relativePath must stay inside the workspace$"):
         read_artifact(ids(artifactScope="tasks/s1/r1", relativePath="peek.txt"), config)
 
 
@@ -317,12 +317,12 @@ def test_file_replaced_between_export_and_read_is_refused(workspace: Path) -> No
     path = write(prepare(config) / "keep.md", "keep")
     ref = _exported_ref(export_artifacts(ids(), config))
     path.write_text("KEEP", encoding="utf-8")  # same size, new bytes
-    with pytest.raises(GatewayError, match=r"^artifactRef does not match file content$"):
+    with pytest.raises(InputError, match=r"^artifactRef does not match file content$"):
         read_artifact(ids(artifactRef=ref), config)
-    with pytest.raises(GatewayError, match=r"^artifactRef does not match file content$"):
+    with pytest.raises(InputError, match=r"^artifactRef does not match file content$"):
         open_artifact_by_ref(ref, ids(), config)
     path.write_text("longer", encoding="utf-8")
-    with pytest.raises(GatewayError, match=r"^artifactRef does not match file content$"):
+    with pytest.raises(InputError, match=r"^artifactRef does not match file content$"):
         read_artifact(ids(artifactRef=ref), config)
     path.unlink()
     with pytest.raises(ArtifactMissingError):
@@ -335,7 +335,7 @@ def test_ref_from_another_workspace_is_refused(workspace: Path, tmp_path: Path) 
     config = settings_for(workspace, workspace_roots=(str(workspace), str(second)))
     write(prepare(config) / "keep.md", "keep")
     ref = _exported_ref(export_artifacts(ids(), config))
-    with pytest.raises(GatewayError, match=r"^artifactRef does not match workspace$"):
+    with pytest.raises(InputError, match=r"^artifactRef does not match workspace$"):
         read_artifact(ids(artifactRef=ref, workspaceDir=str(second)), config)
 
 
@@ -361,9 +361,9 @@ def test_open_artifact_by_ref_streams_the_verified_file(workspace: Path) -> None
         assert opened.size_bytes == len(data)
         assert opened.label == "video.mp4"
         assert opened.file.read() == data
-    with pytest.raises(GatewayError, match=r"^invalid artifactRef$"):
+    with pytest.raises(InputError, match=r"^invalid artifactRef$"):
         open_artifact_by_ref("", ids(), config)
-    with pytest.raises(GatewayError, match=r"^artifactRef does not match sessionKey/runId$"):
+    with pytest.raises(InputError, match=r"^artifactRef does not match sessionKey/runId$"):
         open_artifact_by_ref(ref, ids("s1", "r2"), config)
 
 
@@ -377,7 +377,7 @@ def test_reads_write_nothing(workspace: Path) -> None:
         ids(artifactRef="garbage"),
     ):
         # Refusals are expected here; the point is the unchanged tree.
-        with contextlib.suppress(GatewayError):
+        with contextlib.suppress(InputError):
             read_artifact(params, config)
     assert tree_state(workspace) == before
 
@@ -407,7 +407,7 @@ def test_any_read_path_stays_inside_the_scope_or_is_refused(tmp_path: Path, raw:
     scope_root = os.path.realpath(workspace / "tasks" / "s1" / "r1")
     try:
         payload = read_artifact(ids(artifactScope="tasks/s1/r1", relativePath=raw), config)
-    except GatewayError:
+    except InputError:
         return
     artifact = payload["artifacts"][0]  # type: ignore[index]
     resolved = os.path.realpath(os.path.join(scope_root, artifact["relativePath"]))

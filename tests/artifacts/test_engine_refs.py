@@ -18,7 +18,7 @@ from artifacts.engine import (
     verify_artifact_ref,
 )
 from tests.artifacts.engine_support import ids, make_workspace, prepare, settings_for, write
-from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.errors import InputError
 
 GOLDEN_REF = (
     "eyJ2IjoyLCJ3b3Jrc3BhY2VSb290SGFzaCI6IjAyOTU2MjFmM2NmOTg4YTcwZWRkMmQ0NjgxMTJiZmFjMTQzMjg3"
@@ -76,7 +76,7 @@ def test_case_103_export_produces_the_golden_ref(
 
 
 def test_case_91_any_appended_character_is_refused() -> None:
-    with pytest.raises(GatewayError, match=r"^invalid artifactRef$"):
+    with pytest.raises(InputError, match=r"^invalid artifactRef$"):
         verify_artifact_ref(GOLDEN_REF + "x", secret="test-secret", workspace_root="/srv/ws")
 
 
@@ -100,7 +100,7 @@ def test_case_92_rejects_legacy_v1_refs() -> None:
     )
     mac = hmac.new(b"test-secret", body.encode(), hashlib.sha256).digest()
     ref = body + "." + base64.urlsafe_b64encode(mac).rstrip(b"=").decode()
-    with pytest.raises(GatewayError, match=r"^invalid artifactRef$"):
+    with pytest.raises(InputError, match=r"^invalid artifactRef$"):
         verify_artifact_ref(ref, secret="test-secret", workspace_root="/srv/ws")
 
 
@@ -109,14 +109,14 @@ def test_case_92_rejects_legacy_v1_refs() -> None:
     ["", ".", "a.", ".b", "a.b.c", "nodot", "é.é"],
 )
 def test_malformed_refs_are_invalid(bad: str) -> None:
-    with pytest.raises(GatewayError, match=r"^invalid artifactRef$"):
+    with pytest.raises(InputError, match=r"^invalid artifactRef$"):
         verify_artifact_ref(bad, secret="test-secret", workspace_root="/srv/ws")
 
 
 def test_wrong_secret_and_wrong_workspace() -> None:
-    with pytest.raises(GatewayError, match=r"^invalid artifactRef$"):
+    with pytest.raises(InputError, match=r"^invalid artifactRef$"):
         verify_artifact_ref(GOLDEN_REF, secret="other", workspace_root="/srv/ws")
-    with pytest.raises(GatewayError, match=r"^artifactRef does not match workspace$"):
+    with pytest.raises(InputError, match=r"^artifactRef does not match workspace$"):
         verify_artifact_ref(GOLDEN_REF, secret="test-secret", workspace_root="/srv/other")
 
 
@@ -192,7 +192,7 @@ def test_any_single_character_change_is_refused(position: int, replacement: str)
     if GOLDEN_REF[position] == replacement:
         return
     tampered = GOLDEN_REF[:position] + replacement + GOLDEN_REF[position + 1 :]
-    with pytest.raises(GatewayError):
+    with pytest.raises(InputError):
         verify_artifact_ref(tampered, secret="test-secret", workspace_root="/srv/ws")
 
 
@@ -204,5 +204,5 @@ def test_every_single_byte_change_is_refused_exhaustively() -> None:
             if replacement == GOLDEN_REF[position]:
                 continue
             tampered = GOLDEN_REF[:position] + replacement + GOLDEN_REF[position + 1 :]
-            with pytest.raises(GatewayError):
+            with pytest.raises(InputError):
                 verify_artifact_ref(tampered, secret="test-secret", workspace_root="/srv/ws")

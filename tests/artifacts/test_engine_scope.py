@@ -23,7 +23,7 @@ from artifacts.engine.paths import (
     safe_input_relative_path,
 )
 from tests.artifacts.engine_support import ids, make_workspace, settings_for, tree_state
-from xworkmate.lib.errors import ConflictError, GatewayError
+from xworkmate.lib.errors import ConflictError, InputError
 
 
 def test_case_1_prepares_isolated_task_artifact_scopes(tmp_path: Path) -> None:
@@ -57,13 +57,13 @@ def test_case_1_prepares_isolated_task_artifact_scopes(tmp_path: Path) -> None:
 def test_case_2_rejects_legacy_session_key_params(tmp_path: Path) -> None:
     config = settings_for(make_workspace(tmp_path))
     for call in (prepare_artifact_scope, export_artifacts):
-        with pytest.raises(GatewayError, match=r"^openclawSessionKey required$"):
+        with pytest.raises(InputError, match=r"^openclawSessionKey required$"):
             call({"sessionKey": "thread-main", "runId": "turn-1"}, config)
 
 
 def test_run_id_is_checked_before_session_key(tmp_path: Path) -> None:
     config = settings_for(make_workspace(tmp_path))
-    with pytest.raises(GatewayError, match=r"^runId required$"):
+    with pytest.raises(InputError, match=r"^runId required$"):
         export_artifacts({}, config)
 
 
@@ -87,7 +87,7 @@ def test_case_4_segment_table(value: str, segment: str) -> None:
 
 def test_case_7_rejects_unsafe_expected_artifact_directories(tmp_path: Path) -> None:
     config = settings_for(make_workspace(tmp_path))
-    with pytest.raises(GatewayError, match=r"^expectedArtifactDir must stay inside the workspace$"):
+    with pytest.raises(InputError, match=r"^expectedArtifactDir must stay inside the workspace$"):
         prepare_artifact_scope(ids(expectedArtifactDirs=["../outside"]), config)
 
 
@@ -106,7 +106,7 @@ def test_case_8_expected_dir_normalization(value: object, expected: list[str]) -
 
 @pytest.mark.parametrize("value", [["C:\\x"], ["a/./b"], ["/x"], ["ok", "x\0y"]])
 def test_case_8_expected_dir_rejections(value: object) -> None:
-    with pytest.raises(GatewayError, match=r"^expectedArtifactDir must stay inside the workspace$"):
+    with pytest.raises(InputError, match=r"^expectedArtifactDir must stay inside the workspace$"):
         normalize_expected_artifact_dirs(value)
 
 
@@ -119,7 +119,7 @@ def test_d_a4_expected_dir_inside_tasks_rejected(tmp_path: Path, value: list[str
         if value == ["./tasks"]
         else "expectedArtifactDir must stay outside task scopes"
     )
-    with pytest.raises(GatewayError, match=rf"^{message}$"):
+    with pytest.raises(InputError, match=rf"^{message}$"):
         prepare_artifact_scope(ids(expectedArtifactDirs=value), settings_for(workspace))
     assert tree_state(workspace) == before
 
@@ -127,7 +127,7 @@ def test_d_a4_expected_dir_inside_tasks_rejected(tmp_path: Path, value: list[str
 @pytest.mark.parametrize("value", [["reports/tasks"], ["nested/Tasks/x"], ["tasks"]])
 def test_d_a4_a_tasks_part_at_any_depth_is_refused(value: object) -> None:
     """A nested workspace has its own tasks/: no part of an expected dir may be one."""
-    with pytest.raises(GatewayError, match=r"^expectedArtifactDir must stay outside task scopes$"):
+    with pytest.raises(InputError, match=r"^expectedArtifactDir must stay outside task scopes$"):
         normalize_expected_artifact_dirs(value)
 
 
@@ -137,7 +137,7 @@ def test_d_a4_a_tasks_part_at_any_depth_is_refused(value: object) -> None:
     (["d"] * 32769, "expectedArtifactDirs must have at most 32768 entries"),
 ])
 def test_a_wrong_type_or_too_many_expected_dirs_is_refused(value: object, message: str) -> None:
-    with pytest.raises(GatewayError, match=f"^{message}$"):
+    with pytest.raises(InputError, match=f"^{message}$"):
         normalize_expected_artifact_dirs(value)
 
 
@@ -168,7 +168,7 @@ def test_case_10_artifact_scope_validation(tmp_path: Path, scope: str, result: s
         assert payload["artifactScope"] == result
         return
     before = tree_state(workspace)
-    with pytest.raises(GatewayError, match=rf"^{result}$"):
+    with pytest.raises(InputError, match=rf"^{result}$"):
         export_artifacts(ids(artifactScope=scope, sinceUnixMs=5), config)
     assert tree_state(workspace) == before
 
@@ -182,7 +182,7 @@ def test_d_a9_workspace_outside_configured_roots_rejected(tmp_path: Path) -> Non
     other.mkdir()
     config = settings_for(workspace)
     for candidate in (str(other), "/nope/missing", str(workspace / ".." / "other"), "/"):
-        with pytest.raises(GatewayError, match=r"^workspaceDir must be inside a configured"):
+        with pytest.raises(InputError, match=r"^workspaceDir must be inside a configured"):
             export_artifacts(ids(workspaceDir=candidate), config)
 
 
@@ -204,7 +204,7 @@ def test_d_a9_symlink_inside_root_resolving_outside_rejected(tmp_path: Path) -> 
     outside = tmp_path / "outside"
     outside.mkdir()
     (workspace / "escape").symlink_to(outside)
-    with pytest.raises(GatewayError, match=r"^workspaceDir must be inside a configured"):
+    with pytest.raises(InputError, match=r"^workspaceDir must be inside a configured"):
         export_artifacts(ids(workspaceDir=str(workspace / "escape")), settings_for(workspace))
 
 
@@ -219,7 +219,7 @@ def test_d_a13_missing_workspace_inside_root_keeps_enoent_wording(tmp_path: Path
 
 def test_case_38_configured_missing_workspace_is_enoent(tmp_path: Path) -> None:
     config = settings_for(tmp_path, workspace_roots=("/nonexistent/x",))
-    with pytest.raises(GatewayError) as caught:
+    with pytest.raises(InputError) as caught:
         export_artifacts(ids("zz", "r"), config)
     assert str(caught.value) == "ENOENT: no such file or directory, realpath '/nonexistent/x'"
 
@@ -227,7 +227,7 @@ def test_case_38_configured_missing_workspace_is_enoent(tmp_path: Path) -> None:
 def test_d_a5_case_19_enoent_with_conflict_in_path_is_not_conflict(tmp_path: Path) -> None:
     """Case 19 / Q3 fixed: the code comes from the error type, not the message text."""
     config = settings_for(tmp_path, workspace_roots=("/nope/conflict",))
-    with pytest.raises(GatewayError) as caught:
+    with pytest.raises(InputError) as caught:
         prepare_artifact_scope(ids("k9", "r9"), config)
     assert not isinstance(caught.value, ConflictError)
     assert caught.value.code == "INVALID_REQUEST"
@@ -246,9 +246,9 @@ def test_d_a6_prepare_validation_writes_nothing(tmp_path: Path) -> None:
         ids(workspaceDir="/elsewhere"),
     ]
     for params in bad_params:
-        with pytest.raises(GatewayError):
+        with pytest.raises(InputError):
             validate_prepare_params(params, config)
-        with pytest.raises(GatewayError):
+        with pytest.raises(InputError):
             prepare_artifact_scope(params, config)
     assert tree_state(workspace) == before
     plan = validate_prepare_params(ids(), config)
@@ -262,7 +262,7 @@ def test_prepare_refuses_a_symlinked_scope_parent(tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     (workspace / "tasks").symlink_to(outside)
-    with pytest.raises(GatewayError, match=r"^artifactScope must stay inside the workspace$"):
+    with pytest.raises(InputError, match=r"^artifactScope must stay inside the workspace$"):
         prepare_artifact_scope(ids(), settings_for(workspace))
     assert list(outside.iterdir()) == []
 
@@ -301,7 +301,7 @@ def test_js_parse_int() -> None:
 def test_d_a8_non_numeric_options_rejected(tmp_path: Path, field: str, value: object) -> None:
     workspace = make_workspace(tmp_path)
     before = tree_state(workspace)
-    with pytest.raises(GatewayError, match=rf"^{field} must be a number$"):
+    with pytest.raises(InputError, match=rf"^{field} must be a number$"):
         export_artifacts({**ids(), field: value}, settings_for(workspace))
     assert tree_state(workspace) == before
 
@@ -324,7 +324,7 @@ def test_any_relative_path_stays_inside_the_scope_or_is_refused(raw: str) -> Non
     scope_root = "/w/tasks/s/r"
     try:
         relative = safe_input_relative_path(raw, "relativePath")
-    except GatewayError as error:
+    except InputError as error:
         assert error.message in (
             "relativePath required",
             "relativePath must stay inside the workspace",

@@ -9,7 +9,7 @@ import pytest
 
 from artifacts.engine import collect_and_snapshot
 from tests.artifacts.engine_support import ids, make_workspace, settings_for, tree_state, write
-from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.errors import InputError
 
 NO_SOURCES = "no task-referenced source files supplied; shared media roots were not scanned"
 
@@ -114,7 +114,7 @@ def test_d_a12_retry_reuses_identical_copies(staged: tuple[Path, Path, Path]) ->
 def test_case_112_scope_mismatch(staged: tuple[Path, Path, Path]) -> None:
     workspace, _, _ = staged
     before = tree_state(workspace)
-    with pytest.raises(GatewayError, match=r"^artifactScope does not match sessionKey/runId$"):
+    with pytest.raises(InputError, match=r"^artifactScope does not match sessionKey/runId$"):
         collect_and_snapshot(ids("s", "r", artifactScope="tasks/s/x"), _config(staged))  # type: ignore[arg-type]
     assert tree_state(workspace) == before
 
@@ -165,7 +165,7 @@ def test_snapshot_refuses_a_symlinked_scope(
     (workspace / "tasks" / "s1").mkdir(parents=True)
     (workspace / "tasks" / "s1" / "r1").symlink_to(outside)
     source = write(media / "a.png")
-    with pytest.raises(GatewayError, match=r"^artifactScope must stay inside the workspace$"):
+    with pytest.raises(InputError, match=r"^artifactScope must stay inside the workspace$"):
         collect_and_snapshot(ids(sourceFiles=[str(source)]), _config(staged))  # type: ignore[arg-type]
     assert list(outside.iterdir()) == []
 
@@ -183,5 +183,5 @@ def test_d_a2_whole_root_scan_only_when_configured(staged: tuple[Path, Path, Pat
 
 
 def test_d_a8_snapshot_numeric_options(staged: tuple[Path, Path, Path]) -> None:
-    with pytest.raises(GatewayError, match=r"^maxFiles must be a number$"):
+    with pytest.raises(InputError, match=r"^maxFiles must be a number$"):
         collect_and_snapshot(ids(maxFiles=[1]), _config(staged))  # type: ignore[arg-type]

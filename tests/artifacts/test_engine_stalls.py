@@ -18,7 +18,7 @@ from tests.artifacts.engine_support import (
     settings_for,
     write,
 )
-from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.errors import InputError
 
 
 @pytest.fixture
@@ -55,7 +55,7 @@ def test_a_file_not_hashed_in_time_is_listed_without_digest_then_with_it(workspa
     huge = next(a for a in payload["artifacts"] if a["relativePath"] == "huge.bin")
     assert "sha256" not in huge and "artifactRef" not in huge and huge["sizeBytes"] == 8_000_000
     assert "huge.bin is still being hashed; sha256 and artifactRef follow" in payload["warnings"]
-    with pytest.raises(GatewayError, match=r"^huge.bin is still being hashed; try again shortly$"):
+    with pytest.raises(InputError, match=r"^huge.bin is still being hashed; try again shortly$"):
         read_artifact(ids(artifactScope="tasks/s1/r1", relativePath="huge.bin", maxInlineBytes=0), config)
     # The background hashing finishes on its own; a later call finds the digest.
     deadline = time.monotonic() + 30

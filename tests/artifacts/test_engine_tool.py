@@ -14,16 +14,16 @@ from artifacts.engine import (
 )
 from artifacts.engine.tool import _format_size
 from tests.artifacts.engine_support import make_workspace, prepare, settings_for, write
-from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.errors import InputError
 
 
 def test_case_116_schema_and_required_context(tmp_path: Path) -> None:
     config = settings_for(make_workspace(tmp_path))
     properties = TOOL_DEFINITION["parameters"]["properties"]  # type: ignore[index]
     assert not {"sessionKey", "runId", "workspaceDir"} & set(properties)
-    with pytest.raises(GatewayError, match=r"^sessionKey required$"):
+    with pytest.raises(InputError, match=r"^sessionKey required$"):
         tool_execute({"action": "list"}, ToolContext(), config)
-    with pytest.raises(GatewayError, match=r"^runId required$"):
+    with pytest.raises(InputError, match=r"^runId required$"):
         tool_execute({"action": "delete"}, ToolContext(session_key="thread-main"), config)
 
 
@@ -65,9 +65,9 @@ def test_case_119_read_manifest_text(tmp_path: Path) -> None:
     assert empty.split("\n")[-1] == (
         "`e.txt` is larger than maxInlineBytes; use the workspace path to download it directly."
     )
-    with pytest.raises(GatewayError, match=r"^artifactScope or artifactRef required$"):
+    with pytest.raises(InputError, match=r"^artifactScope or artifactRef required$"):
         tool_execute({"action": "read", "relativePath": "a.md"}, context, config)
-    with pytest.raises(GatewayError, match=r"^action must be list or read$"):
+    with pytest.raises(InputError, match=r"^action must be list or read$"):
         tool_execute({"action": "delete"}, context, config)
 
 

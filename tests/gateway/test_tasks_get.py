@@ -156,7 +156,7 @@ def test_it_logs_a_failing_native_lookup_and_falls_back(bridge, workspace, monke
     def broken(session_key, token):
         raise DatabaseError("registry down")
 
-    monkeypatch.setattr("gateway.methods.native_task_lookup", broken)
+    monkeypatch.setattr("gateway.methods.tasks_get.native_task_lookup", broken)
     with caplog.at_level(logging.WARNING, logger="xworkmate.gateway"):
         payload = tasks_get(bridge, openclawSessionKey="k", runId="r", includeArtifacts=False)
     assert payload["terminalSource"] == "session_prepare"

@@ -246,7 +246,7 @@ def test_it_sends_each_due_row_once_with_two_dispatchers_at_once(
     routed: Receiver, monkeypatch: pytest.MonkeyPatch, settings: Any
 ) -> None:
     assert connection.vendor == "postgresql"
-    monkeypatch.setattr("xworkmate.delivery.services._ask_a_worker", lambda message_id: None)
+    monkeypatch.setattr("xworkmate.delivery.services.enqueue._ask_a_worker", lambda message_id: None)
     configure(settings, "delivery", batch_size=3)  # many small batches, so the two interleave
     messages = [enqueue(f"due-{i}", target=f"agent:main:{i}") for i in range(ROWS)]
     # All due now, as after a lost enqueue-on-commit: only the dispatchers send them.

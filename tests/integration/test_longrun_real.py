@@ -102,7 +102,7 @@ def test_two_watchdog_runs_at_once_queue_each_recovery_message_once(
     channel = DeliveryChannel(name="hook", kind="webhook", url=receiver.url)
     use_channels(settings, channel, routes={"longrun.recovery": "hook"})
     # No worker here: the dispatch below sends what the two runs queued.
-    monkeypatch.setattr("xworkmate.delivery.services._ask_a_worker", lambda message_id: None)
+    monkeypatch.setattr("xworkmate.delivery.services.enqueue._ask_a_worker", lambda message_id: None)
     stale = timezone.now() - timedelta(minutes=11)
     for i in range(TASKS):
         task_set(f"T{i}", state="analyzing", key=f"agent:main:telegram:dm:{i}", next_check="等CI",

@@ -9,7 +9,7 @@ from django.test import override_settings
 
 from tests.conftest import ApiClient
 from xworkmate import methods as gateway
-from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.errors import InputError
 from xworkmate.services import api_key_create
 
 
@@ -103,9 +103,9 @@ def test_it_maps_contract_errors_to_400_and_409(owner, test_methods):
 
 
 def test_it_chooses_the_code_by_error_type_not_message_text_d_a5(owner, test_methods):
-    # "conflict" in the message of a plain GatewayError is still INVALID_REQUEST.
+    # "conflict" in the message of a plain InputError is still INVALID_REQUEST.
     def handler(call):
-        raise GatewayError("this mentions a conflict")
+        raise InputError("this mentions a conflict")
 
     gateway.register_method(gateway.GatewayMethod("test.words", handler, "gateway:read", "x"))
     try:

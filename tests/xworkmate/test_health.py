@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from xworkmate.config import PeriodicJob
 from xworkmate.models import PeriodicJobState
-from xworkmate.policies import job_health
+from xworkmate.periodic import job_health
 
 EVERY_30S = PeriodicJob("liveness", "xworkmate.liveness", timedelta(seconds=30), None, True)
 T0 = datetime(2026, 3, 8, 6, 0, tzinfo=UTC)

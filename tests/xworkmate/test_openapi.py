@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from artifacts.engine.coerce import js_number, js_parse_int
 from artifacts.engine.schema import NUMERIC_STRING_PATTERN
 from xworkmate import methods as gateway
-from xworkmate.lib.wire import NOT_BLANK_PATTERN, js_trim
+from xworkmate.lib.jstext import NOT_BLANK_PATTERN, js_trim
 from xworkmate.openapi import ANY_BODY
 
 

@@ -1,7 +1,7 @@
 """Admin pages of the outbox: every message the service sent or will send, with its attempts.
 
-Read-only: the services write the outbox (enqueue, claim, the channel's
-answer, the bridge's ack). The one thing a person does here is ask for
+Read-only: the services write the outbox (enqueue, claim, the send's
+outcome, the bridge's ack). The one thing a person does here is ask for
 another send of an `unknown` or `failed` message ("Re-send"); the next
 attempt records who asked.
 """

@@ -29,8 +29,8 @@ from xworkmate.auth import HasScope, caller_of
 from xworkmate.delivery.models import Message
 from xworkmate.delivery.selectors import pending_for_session, record_channels
 from xworkmate.delivery.services import message_acknowledge
+from xworkmate.lib.jstext import KEY_MAX_LENGTH, NOT_BLANK_PATTERN, js_trim
 from xworkmate.lib.jstime import wire_time
-from xworkmate.lib.wire import KEY_MAX_LENGTH, NOT_BLANK_PATTERN, js_trim
 from xworkmate.openapi import api_error_responses
 from xworkmate.paging import page_of, page_parameters
 

@@ -7,7 +7,7 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from xworkmate.lib.wire import KEY_MAX_LENGTH
+from xworkmate.lib.jstext import KEY_MAX_LENGTH
 
 # New messages a worker was asked to send: pending with a time to be sent by
 # (a record channel's pending messages have none; they wait for the bridge).
@@ -15,7 +15,7 @@ NEW_FOR_A_WORKER = models.Q(status="pending", next_attempt_at__isnull=False)
 
 
 class Message(models.Model):
-    """One message, from the state change that caused it to the channel's last answer.
+    """One message, from the state change that caused it to its last send's outcome.
 
     `status` says only what the channel confirmed (D-B10): `pending` (not sent
     yet, or waiting for the bridge to fetch and acknowledge it), `sent` (the
@@ -95,7 +95,7 @@ class Message(models.Model):
 
 
 class Attempt(models.Model):
-    """One send of a message: when it started and ended, and what the channel answered.
+    """One send of a message: when it started and ended, and its outcome.
 
     An attempt without `finished_at` is one whose worker never came back (its
     message stays `unknown`).

@@ -1,4 +1,4 @@
-"""Pure rules of the outbox: what an answer makes of a message, and when to try again.
+"""Pure rules of the outbox: what a send's outcome makes of a message, and when to try again.
 
 No database, no clock: callers pass `now` and the settings.
 """
@@ -43,7 +43,7 @@ class AfterSend:
 def after_send(
     outcome: Outcome, *, attempt: int, deduplicates: bool, rules: RetryRules, now: datetime
 ) -> AfterSend:
-    """The message's state once attempt number `attempt` answered `outcome`.
+    """The message's state once attempt number `attempt` ended with `outcome`.
 
     - sent: done.
     - failed: tried again after retry_delay, until max_attempts sends.

@@ -29,7 +29,7 @@ BATCH_SEND_BUDGET_SECONDS = 60.0
 
 
 def _deliver(*, new: bool, by: str) -> int:
-    """Claim a batch, send it, record the answers; how many messages were claimed (D-K11)."""
+    """Claim a batch, send it, record the outcomes; how many messages were claimed (D-K11)."""
     config = settings.XWORKMATE
     limit = DELIVERY.of(config).batch_size
     budget = min(
@@ -39,10 +39,10 @@ def _deliver(*, new: bool, by: str) -> int:
     deadline = time.monotonic() + budget
     # A send not started in time (None) is released: pending again and due at once,
     # its attempt not counted, since nothing left the service.
-    answered = [
+    outcomes = [
         (one, message_send(one) if time.monotonic() < deadline else None) for one in claimed
     ]
-    messages_record_outcomes(answered=answered, now=timezone.now())
+    messages_record_outcomes(answered=outcomes, now=timezone.now())
     return len(claimed)
 
 

@@ -1,4 +1,10 @@
-"""The errors a gateway method raises, shared by the gateway views and the engines.
+"""The refusals a request can meet, shared by the views, the gateway methods and the engines.
+
+`InputError` is the generic one: the request holds something the service
+will not take (`INVALID_REQUEST`, HTTP 400). Its subclasses say why else a
+call is refused: `ForbiddenError` (403) and `ConflictError` (409). Every door
+answers them in the one error shape (xworkmate.api_errors): the gateway
+dispatch, the REST views, the hooks.
 
 The HTTP status and the wire `code` come from the exception type, never from
 words in the message (D-A5); the message is the contract's text verbatim.
@@ -6,11 +12,11 @@ words in the message (D-A5); the message is the contract's text verbatim.
 
 from __future__ import annotations
 
-__all__ = ["ConflictError", "ForbiddenError", "GatewayError"]
+__all__ = ["ConflictError", "ForbiddenError", "GatewayError", "InputError"]
 
 
-class GatewayError(Exception):
-    """A refused gateway call: `code` and `message` go to the caller as they are."""
+class InputError(Exception):
+    """A refused request: `code` and `message` go to the caller as they are."""
 
     code: str = "INVALID_REQUEST"
     http_status: int = 400
@@ -25,14 +31,18 @@ class GatewayError(Exception):
         return self.message
 
 
-class ForbiddenError(GatewayError):
+# The old name, kept while plans and longrun still import it (D-K18).
+GatewayError = InputError
+
+
+class ForbiddenError(InputError):
     """The caller's key may not do this, whatever the params (an agent key's confinement)."""
 
     code = "FORBIDDEN"
     http_status = 403
 
 
-class ConflictError(GatewayError):
+class ConflictError(InputError):
     """The session mapping points elsewhere; the only error that maps to `CONFLICT`."""
 
     code = "CONFLICT"

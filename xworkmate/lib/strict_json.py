@@ -18,7 +18,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.errors import InputError
 
 __all__ = ["MAX_DEPTH", "decode_json", "text_problem"]
 
@@ -86,15 +86,15 @@ def _children(value: Any, path: str) -> Iterator[tuple[str, Any]]:
         for key, item in value.items():
             problem = text_problem(key)
             if problem is not None:
-                raise GatewayError(f"{path or 'request body'}: a key {problem}")
+                raise InputError(f"{path or 'request body'}: a key {problem}")
             yield _field(path, key), item
     else:
         for index, item in enumerate(value):
             yield _field(path, index), item
 
 
-def _too_deep() -> GatewayError:
-    return GatewayError(
+def _too_deep() -> InputError:
+    return InputError(
         f"request body is nested too deeply: at most {MAX_DEPTH} levels of arrays and objects"
     )
 
@@ -110,11 +110,11 @@ def _check(value: Any) -> None:
             continue
         name = path or "request body"
         if isinstance(item, _Refused):
-            raise GatewayError(f"{name}: {item.rule}")
+            raise InputError(f"{name}: {item.rule}")
         if isinstance(item, str):
             problem = text_problem(item)
             if problem is not None:
-                raise GatewayError(f"{name}: {problem}")
+                raise InputError(f"{name}: {problem}")
         elif isinstance(item, dict | list):
             if len(stack) > MAX_DEPTH:
                 raise _too_deep()
@@ -122,7 +122,7 @@ def _check(value: Any) -> None:
 
 
 def decode_json(raw: bytes) -> Any:
-    """The JSON document of a request body (UTF-8), or GatewayError saying what is wrong.
+    """The JSON document of a request body (UTF-8), or InputError saying what is wrong.
 
     The messages of malformed JSON are those the gateway has always given;
     a refused value is named by its field (``task.taskId``, ``sourceFiles[2]``).
@@ -131,7 +131,7 @@ def decode_json(raw: bytes) -> Any:
         # Decode explicitly: json.loads(bytes) would also guess UTF-16/32.
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise GatewayError(f"request body is not UTF-8 JSON: {exc.reason}") from exc
+        raise InputError(f"request body is not UTF-8 JSON: {exc.reason}") from exc
     try:
         value = json.loads(
             text,
@@ -140,7 +140,7 @@ def decode_json(raw: bytes) -> Any:
             parse_constant=_parse_constant,
         )
     except json.JSONDecodeError as exc:
-        raise GatewayError(
+        raise InputError(
             f"request body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from exc
     except RecursionError as exc:
