@@ -25,7 +25,14 @@ ROOT = Path(__file__).resolve().parent.parent
 CONTRACTS_DIR = ROOT / "docs" / "contracts"
 DECISIONS_DIR = ROOT / "docs" / "decisions"
 SOURCE_DIRS = (
-    "xworkmate", "gateway", "artifacts", "plans", "longrun", "bench", "scripts", "tests",
+    "xworkmate",
+    "gateway",
+    "artifacts",
+    "plans",
+    "longrun",
+    "bench",
+    "scripts",
+    "tests",
     "templates",
 )
 SOURCE_SUFFIXES = {".py", ".html", ".md", ".txt", ".sh", ".toml", ""}
@@ -182,10 +189,10 @@ def test_it_numbers_each_section_once() -> None:
 
 
 def test_every_cited_decision_has_a_record() -> None:
-    defined = set()
+    defined: set[str] = set()
     for path in DECISIONS_DIR.glob("*.md"):
         defined.update(RECORD_HEADING.findall(path.read_text(encoding="utf-8")))
-    missing = []
+    missing: list[str] = []
     for path in _citing_files():
         text = path.read_text(encoding="utf-8", errors="replace")
         for number, line in enumerate(text.splitlines(), start=1):
