@@ -1,7 +1,8 @@
 """What every script of this skill shares: one call of the xworkmate long-run API (D-B21).
 
-Each script parses the original script's flags, sends them to its endpoint
-under `/api/longrun/` and ends as the original ended: the document on stdout
+Each script parses the original script's flags (as the operation table,
+_operations.py, declares them), sends them to its endpoint under
+`/api/longrun/` and ends as the original ended: the document on stdout
 (JSON with `ensure_ascii=False, indent=2`, or the lines of text), a refusal's
 text on stderr, and the original's exit code, which the server sends in the
 `X-Longrun-Exit-Code` header. Only the Python standard library is used, so a
@@ -22,12 +23,14 @@ import sys
 import urllib.parse
 from typing import Any, NoReturn
 
+from _operations import API_ROOT, SCRIPTS, Operation, parser
+from _render import TEXTS
+
 EXIT_HEADER = "X-Longrun-Exit-Code"
 EXIT_UNAVAILABLE = 5
 TIMEOUT_SECONDS = 30.0
 # A refusal without the header (a proxy's, say): the original's code for the status.
 _EXIT_OF_STATUS = {404: 1, 409: 3}
-_UNSET = "未设置"
 
 
 def _write(stream: Any, text: str) -> None:
@@ -57,7 +60,7 @@ def call(
     if not base.startswith(("http://", "https://")):
         _unavailable(f"XWORKMATE_URL must be an http(s) URL (got {base!r})")
     pairs = {name: value for name, value in (query or {}).items() if value is not None}
-    url = f"{base}/api/longrun/{path}"
+    url = f"{base}/{API_ROOT}{path}"
     if pairs:
         url += "?" + urllib.parse.urlencode(pairs, doseq=True)
     data = (
@@ -188,25 +191,25 @@ def finish(exit_code: int, document: Any) -> NoReturn:
     raise SystemExit(exit_code)
 
 
-def run(
-    method: str,
-    path: str,
-    *,
-    query: dict[str, Any] | None = None,
-    body: dict[str, Any] | None = None,
-) -> NoReturn:
-    finish(*call(method, path, query=query, body=body))
+def run_script(name: str, *, description: str | None = None) -> NoReturn:
+    """Run the script `name` of the operation table with this process's arguments.
 
-
-# --- the watchdog scripts' text without --json (as `manage.py longrun` prints it) --------------
-
-
-def shown(value: object) -> str:
-    """A value in a line of text; an empty one prints 未设置, never None (D-B14)."""
-    return _UNSET if value is None or value == "" else str(value)
-
-
-def error_lines(title: str, body: dict[str, Any]) -> list[str]:
-    """The tasks a run could not handle (D-B5), after the original's lines."""
-    errors = body.get("errors", [])
-    return [title, *(f"- {item['task']} | {item['error']}" for item in errors)] if errors else []
+    Its parser is the table's (_operations.py, as the server's command line
+    builds it), its fields go to its endpoint (a query for GET, a body for
+    POST), and a report without --json is printed as its text (_render.py).
+    """
+    script = SCRIPTS[name]
+    # Counts go to the server as given: its refusal of 0 or of more than a
+    # year is the one the script prints.
+    args = parser(script, {"minutes": int, "seconds": int}, description=description).parse_args()
+    operation: Operation = args.operation
+    fields = {
+        flag.wire: getattr(args, flag.attribute) for flag in operation.flags if not flag.local
+    }
+    if operation.method == "GET":
+        code, document = call("GET", str(operation.path), query=fields)
+    else:
+        code, document = call(str(operation.method), str(operation.path), body=fields)
+    if operation.render is not None and not args.json:
+        document = TEXTS[operation.render](document)
+    finish(code, document)

@@ -3,15 +3,11 @@
 
 from __future__ import annotations
 
-import argparse
-
-from _xworkmate import run
+from _xworkmate import run_script
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.rstrip("."))
-    parser.add_argument("--task", required=True)
-    run("GET", "build-progress-update", query={"task": parser.parse_args().task})
+    run_script("build_progress_update", description=__doc__.rstrip("."))
 
 
 if __name__ == "__main__":

@@ -3,17 +3,11 @@
 
 from __future__ import annotations
 
-import argparse
-
-from _xworkmate import run
+from _xworkmate import run_script
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split(" (")[0])
-    parser.add_argument("--stale-minutes", type=int)
-    parser.add_argument("--json", action="store_true", help="JSON is always emitted")
-    args = parser.parse_args()
-    run("GET", "build-sessions-send-payloads", query={"stale_minutes": args.stale_minutes})
+    run_script("build_sessions_send_payloads", description=__doc__.split(" (")[0])
 
 
 if __name__ == "__main__":

@@ -8,17 +8,11 @@ for an ordinary message. An agent key's session is its own.
 
 from __future__ import annotations
 
-import argparse
-
-from _xworkmate import run
+from _xworkmate import run_script
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--message", required=True, help="the user's message, verbatim")
-    parser.add_argument("--session-key", help="the session it came from (the bridge's key)")
-    args = parser.parse_args()
-    run("POST", "detect-trigger", body={"message": args.message, "session_key": args.session_key})
+    run_script("detect-trigger", description=__doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

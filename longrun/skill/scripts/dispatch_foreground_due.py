@@ -7,20 +7,11 @@ are dispatches).
 
 from __future__ import annotations
 
-import argparse
-
-from _xworkmate import run
+from _xworkmate import run_script
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--unknown-cooldown-minutes", type=int)
-    args = parser.parse_args()
-    run(
-        "GET",
-        "dispatch-foreground-due",
-        query={"unknown_cooldown_minutes": args.unknown_cooldown_minutes},
-    )
+    run_script("dispatch_foreground_due", description=__doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

@@ -6,24 +6,11 @@ The events are generated, not sent (exit 1 when there are any).
 
 from __future__ import annotations
 
-import argparse
-
-from _xworkmate import run
+from _xworkmate import run_script
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--stale-minutes", type=int)
-    parser.add_argument("--unknown-cooldown-minutes", type=int)
-    args = parser.parse_args()
-    run(
-        "GET",
-        "emit-foreground-due",
-        query={
-            "stale_minutes": args.stale_minutes,
-            "unknown_cooldown_minutes": args.unknown_cooldown_minutes,
-        },
-    )
+    run_script("emit_foreground_due", description=__doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

@@ -6,15 +6,11 @@ Exit 1 when it is due (the original's).
 
 from __future__ import annotations
 
-import argparse
-
-from _xworkmate import run
+from _xworkmate import run_script
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--task", required=True)
-    run("GET", "foreground-tick", query={"task": parser.parse_args().task})
+    run_script("foreground_tick", description=__doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

@@ -3,17 +3,11 @@
 
 from __future__ import annotations
 
-import argparse
-
-from _xworkmate import run
+from _xworkmate import run_script
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split(" (")[0])
-    parser.add_argument("--task", required=True)
-    parser.add_argument("--idle-seconds", type=int)
-    args = parser.parse_args()
-    run("GET", "keepalive-tick", query={"task": args.task, "idle_seconds": args.idle_seconds})
+    run_script("keepalive_tick", description=__doc__.split(" (")[0])
 
 
 if __name__ == "__main__":

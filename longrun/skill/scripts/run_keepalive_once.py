@@ -8,16 +8,11 @@ session).
 
 from __future__ import annotations
 
-import argparse
-
-from _xworkmate import run
+from _xworkmate import run_script
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--idle-seconds", type=int)
-    args = parser.parse_args()
-    run("POST", "run-keepalive-once", body={"idle_seconds": args.idle_seconds})
+    run_script("run_keepalive_once", description=__doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

@@ -8,16 +8,11 @@ as sent only when the channel confirms it. The server's beat runs it every
 
 from __future__ import annotations
 
-import argparse
-
-from _xworkmate import run
+from _xworkmate import run_script
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--stale-minutes", type=int)
-    args = parser.parse_args()
-    run("POST", "run-watchdog-once", body={"stale_minutes": args.stale_minutes})
+    run_script("run_watchdog_once", description=__doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

@@ -6,17 +6,11 @@
 
 from __future__ import annotations
 
-import argparse
-
-from _xworkmate import run
+from _xworkmate import run_script
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--task", required=True)
-    parser.add_argument("--step", default="", help="What was just done in this work cycle")
-    args = parser.parse_args()
-    run("POST", "work-cycle-tick", body={"task": args.task, "step": args.step})
+    run_script("work_cycle_tick", description=__doc__.splitlines()[0])
 
 
 if __name__ == "__main__":
