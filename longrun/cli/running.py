@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
-from argparse import Namespace
+import time
+from argparse import ArgumentTypeError, Namespace
 from collections.abc import Callable, Sequence
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any, TextIO
 
+from django.db import close_old_connections
+from django.utils import timezone
+
+from longrun import selectors
 from longrun.cli import beside, monitors, shell, task_state
-from longrun.cli._args import COUNTS
+from longrun.cli._args import COUNTS, second_count
 from longrun.operations import render, table
 from longrun.policies.answers import EXIT_INVALID, Answer, LongrunError
 
@@ -20,13 +26,6 @@ __all__ = ["HANDLERS", "SCRIPTS", "keep_stderr_for_errors", "run"]
 
 # The scripts by name (the skill's operation table), in the order `--help` lists them.
 SCRIPTS = table.SCRIPTS
-# What runs each operation, by its name in the table.
-HANDLERS: dict[str, Callable[[Namespace], Answer]] = {
-    **task_state.HANDLERS,
-    **monitors.HANDLERS,
-    **shell.HANDLERS,
-    **beside.HANDLERS,
-}
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -100,3 +99,42 @@ def _print(body: Any, out: TextIO) -> None:
             json.dumps(body, ensure_ascii=False, indent=2),
         )
     out.write(text + "\n")
+
+
+# The loop runs other scripts through `run`, so it lives beside it.
+def _watchdog_loop(args: Namespace) -> Answer:
+    """Every INTERVAL_SECONDS: the recovery report and a keepalive run, appended to LOG_FILE.
+
+    Runs until it is stopped, as the original loop did.
+    """
+    try:
+        interval = second_count(os.environ.get("INTERVAL_SECONDS") or "60")
+    except ArgumentTypeError as exc:
+        raise LongrunError(
+            exit_code=EXIT_INVALID,
+            body=f"invalid INTERVAL_SECONDS: {exc}",
+            field="INTERVAL_SECONDS",
+            rule="seconds between ticks, 1 or more",
+        ) from None
+    zone = selectors.longrun_rules().zone
+    while True:
+        close_old_connections()  # a connection may have died while the loop slept
+        with open(shell.log_file(), "a", encoding="utf-8") as log:
+            stamp = timezone.now().astimezone(zone).strftime("%Y-%m-%d %H:%M:%S %z")
+            log.write(f"\n[{stamp}] watchdog tick\n")
+            for argv in (
+                ["recover_due_tasks", "--json"],
+                ["run_keepalive_once", "--idle-seconds", str(interval)],
+            ):
+                run(argv, prog="watchdog_loop", stdout=log, stderr=log)
+        time.sleep(interval)
+
+
+# What runs each operation, by its name in the table.
+HANDLERS: dict[str, Callable[[Namespace], Answer]] = {
+    "watchdog-loop": _watchdog_loop,
+    **task_state.HANDLERS,
+    **monitors.HANDLERS,
+    **shell.HANDLERS,
+    **beside.HANDLERS,
+}
