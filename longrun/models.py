@@ -34,7 +34,7 @@ from longrun.policies.states import (
     UNKNOWN,
     WAITING,
 )
-from xworkmate.lib.wire import KEY_MAX_LENGTH
+from xworkmate.lib.jstext import KEY_MAX_LENGTH
 
 # Bounds of what an agent may write; a longer value is refused naming the field.
 NAME_MAX_LENGTH = 200

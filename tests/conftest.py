@@ -25,7 +25,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from xworkmate import methods as gateway
-from xworkmate.lib.errors import ConflictError, GatewayError
+from xworkmate.lib.errors import ConflictError, InputError
 from xworkmate.services import api_key_create
 
 
@@ -209,7 +209,7 @@ def test_methods() -> Iterator[list[str]]:
         if call.params.get("fail") == "conflict":
             raise ConflictError("mapping conflict: thread already mapped")
         if call.params.get("fail") == "invalid":
-            raise GatewayError("openclawSessionKey required")
+            raise InputError("openclawSessionKey required")
         return {"method": call.method, "params": call.params, "key": call.caller.key and call.caller.key.name}
 
     names = ["test.echo.read", "test.echo.write"]

@@ -13,7 +13,7 @@ from rest_framework.exceptions import ValidationError
 from longrun.models import NAME_MAX_LENGTH, TEXT_MAX_LENGTH
 from longrun.policies.states import STATES
 from longrun.policies.timing import MAX_THRESHOLD_MINUTES
-from xworkmate.lib.wire import KEY_MAX_LENGTH, NOT_BLANK_PATTERN, js_trim
+from xworkmate.lib.jstext import KEY_MAX_LENGTH, NOT_BLANK_PATTERN, js_trim
 
 # A progress interval the stored seconds column holds: each unit at most four
 # digits, and not zero (`0m` is no interval), as longrun.policies.timing reads it.

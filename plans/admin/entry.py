@@ -20,7 +20,7 @@ from plans.admin.review_actions import _ACTIONS
 from plans.admin.review_page import _review_context
 from plans.models import Entry, Job
 from xworkmate.admin import ActionAnswer, ActionPageMixin
-from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.errors import InputError
 
 # The plans permission: the services ask it of a person who confirms (D-C5);
 # the admin asks it for every action of the review page.
@@ -106,7 +106,7 @@ class EntryAdmin(ActionPageMixin, admin.ModelAdmin):  # type: ignore[type-arg]
     def perform_action(self, request: HttpRequest, obj: Entry, action: str) -> ActionAnswer:
         try:
             return _ACTIONS[action](request, obj)
-        except GatewayError as exc:
+        except InputError as exc:
             return messages.ERROR, exc.message
 
 

@@ -9,15 +9,12 @@ from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
-from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from plans.models import Entry, Job
 from plans.selectors import DEFAULT_RUNS_PAGE, MAX_RUNS_PAGE, entry_visible_to, job_of
 from plans.wire import entry_json
-from xworkmate.api_errors import error_body
+from xworkmate.api_errors import InputErrorAPIView
 from xworkmate.auth import HasScope, caller_of
-from xworkmate.lib.errors import GatewayError
 from xworkmate.lib.paging import Page
 from xworkmate.paging import page_of, page_parameters
 
@@ -53,18 +50,11 @@ def _plan_json(request: Request, entry: Entry, job: Job | None) -> dict[str, Any
     return entry_json(entry, job, review_url=url)
 
 
-class _PlansView(APIView):
+class _PlansView(InputErrorAPIView):
     """A plans endpoint: the services' refusals answer with their code and rule (D-C16)."""
 
     permission_classes = [HasScope]
     required_scope = "plans:read"
-
-    def handle_exception(self, exc: Exception) -> Response:
-        if isinstance(exc, GatewayError):
-            return Response(
-                error_body(exc.code, exc.message, envelope=False), status=exc.http_status
-            )
-        return super().handle_exception(exc)
 
 
 _Errors = dict[int, str | tuple[str, tuple[str, ...]]]

@@ -12,6 +12,7 @@ from rest_framework.exceptions import ValidationError
 from plans.conf import plans_conf
 from plans.models import Entry
 from plans.schedule.schema import STRIPPED_CLASS, schedule_schema
+from xworkmate.api_fields import StrictCharField
 
 
 class _ScheduleField(serializers.DictField):
@@ -42,13 +43,8 @@ class _ScheduleSchema(OpenApiSerializerFieldExtension):  # type: ignore[no-untyp
 @extend_schema_field(
     {"type": "string", "pattern": f"^[^\\u0000]*[^\\u0000{STRIPPED_CLASS}][^\\u0000]*$"}
 )
-class _TextField(serializers.CharField):
-    """A string field that refuses a number instead of turning it into text."""
-
-    def to_internal_value(self, data: Any) -> str:
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return str(super().to_internal_value(data))
+class _TextField(StrictCharField):
+    """The kit's strict string, documented with the plans fields' pattern."""
 
 
 # PLAN.md values the API takes are one line each, without braces: the entry's rules

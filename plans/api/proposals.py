@@ -25,7 +25,7 @@ from plans.api._fields import (
 )
 from plans.services import Proposal, entry_revise, plan_propose
 from xworkmate.auth import TURN_HELP, caller_of
-from xworkmate.lib.wire import KEY_MAX_LENGTH
+from xworkmate.lib.jstext import KEY_MAX_LENGTH
 from xworkmate.openapi import api_error_responses
 
 

@@ -11,7 +11,7 @@ from django.utils.translation import pgettext_lazy
 from plans.models._common import ID_MAX_LENGTH, MISSED_POLICIES, MISSED_RUN_LATEST
 from plans.models.gate import Confirmation
 from plans.models.plan import Entry, Revision
-from xworkmate.lib.wire import KEY_MAX_LENGTH
+from xworkmate.lib.jstext import KEY_MAX_LENGTH
 
 
 class Job(models.Model):

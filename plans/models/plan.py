@@ -8,7 +8,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from plans.models._common import ID_MAX_LENGTH, MISSED_POLICIES, MISSED_RUN_LATEST, SHA256_LENGTH
-from xworkmate.lib.wire import KEY_MAX_LENGTH
+from xworkmate.lib.jstext import KEY_MAX_LENGTH
 
 
 class Plan(models.Model):

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from xworkmate.lib.errors import ConflictError, GatewayError
+from xworkmate.lib.errors import ConflictError, InputError
 
 
-class PlanError(GatewayError):
+class PlanError(InputError):
     """Bad input: names the field and the rule; nothing was written."""
 
 
-class PlanNotFoundError(GatewayError):
+class PlanNotFoundError(InputError):
     code = "NOT_FOUND"
     http_status = 404
 
@@ -20,7 +20,7 @@ class PlanGateError(ConflictError):
     code = "REFUSED"
 
 
-class PlanBlockedError(GatewayError):
+class PlanBlockedError(InputError):
     """The PLAN.md write did not verify: archive-protocol's BLOCKED receipt."""
 
     code = "BLOCKED"

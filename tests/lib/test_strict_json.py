@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from xworkmate.lib.errors import GatewayError
+from xworkmate.lib.errors import InputError
 from xworkmate.lib.strict_json import MAX_DEPTH, decode_json, text_problem
 
 
@@ -17,7 +17,7 @@ def nested(depth: int) -> bytes:
 def test_it_accepts_exactly_max_depth_levels_and_refuses_one_more():
     assert MAX_DEPTH == 128
     decode_json(nested(MAX_DEPTH))
-    with pytest.raises(GatewayError, match="nested too deeply: at most 128 levels"):
+    with pytest.raises(InputError, match="nested too deeply: at most 128 levels"):
         decode_json(nested(MAX_DEPTH + 1))
 
 
@@ -28,13 +28,13 @@ def test_it_accepts_every_number_a_64_bit_float_can_hold(number):
 
 @pytest.mark.parametrize("text", [str(2**1024), str(-(2**1024)), "1e309", "-1e309", "9" * 310])
 def test_it_refuses_numbers_beyond_a_64_bit_float(text):
-    with pytest.raises(GatewayError, match=r"^request body: must be a number within the range"):
+    with pytest.raises(InputError, match=r"^request body: must be a number within the range"):
         decode_json(text.encode())
 
 
 def test_it_reports_the_first_problem_in_document_order():
     raw = b'{"a": [1, {"b": "ok", "c": "\\u0000"}], "d": NaN}'
-    with pytest.raises(GatewayError, match=r"^a\[1\]\.c: must not contain a NUL character$"):
+    with pytest.raises(InputError, match=r"^a\[1\]\.c: must not contain a NUL character$"):
         decode_json(raw)
 
 
