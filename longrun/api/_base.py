@@ -7,7 +7,7 @@ from datetime import timedelta
 from typing import Any, ClassVar
 
 from rest_framework import serializers
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -22,6 +22,7 @@ from longrun.policies.answers import (
     LongrunError,
 )
 from xworkmate.api_errors import error_body
+from xworkmate.api_fields import list_fields, query_values
 from xworkmate.auth import HasScope, caller_of
 from xworkmate.lib.paging import Page
 from xworkmate.paging import page_headers, page_of
@@ -121,22 +122,10 @@ class _LongrunView(APIView):
         return dict(data.validated_data)
 
     def _query(self, serializer: type[serializers.Serializer[Any]]) -> dict[str, Any]:
-        # A plain dict: given a QueryDict, DRF reads `?stale_minutes=` as "not given"
-        # and keeps the last of repeated values. A list field takes every value; any
-        # other parameter given twice is refused.
-        params = self.request.query_params
-        lists = {
-            name for name, field in serializer().fields.items()
-            if isinstance(field, serializers.ListField)
-        }
-        values: dict[str, Any] = {}
-        for name, given in params.lists():
-            if name in lists:
-                values[name] = given
-            elif len(given) > 1:
-                raise ValidationError({name: "given more than once (it takes one value)"})
-            else:
-                values[name] = given[0]
+        # One value per parameter (a list field takes every one): the kernel's kit.
+        values = query_values(
+            self.request.query_params.lists(), lists=list_fields(serializer())
+        )
         data = serializer(data=values)
         data.is_valid(raise_exception=True)
         return dict(data.validated_data)

@@ -13,6 +13,12 @@ from rest_framework.exceptions import ValidationError
 from longrun.models import NAME_MAX_LENGTH, TEXT_MAX_LENGTH
 from longrun.policies.states import STATES
 from longrun.policies.timing import MAX_THRESHOLD_MINUTES
+from xworkmate.api_fields import (
+    QueryIntegerField,
+    StrictBooleanField,
+    StrictCharField,
+    StrictIntegerField,
+)
 from xworkmate.lib.jstext import KEY_MAX_LENGTH, NOT_BLANK_PATTERN, js_trim
 
 # A progress interval the stored seconds column holds: each unit at most four
@@ -31,17 +37,12 @@ _DROP_MAX = 100
 # --- fields: strict JSON types, limits as the services keep them ---------------------------------
 
 
-class _Text(serializers.CharField):
+class _Text(StrictCharField):
     """A string, kept as sent (blank allowed, D-B3); a number is refused, not turned into text."""
 
     def __init__(self, *, max_length: int = TEXT_MAX_LENGTH, **kwargs: Any) -> None:
         kwargs.setdefault("allow_blank", True)
         super().__init__(max_length=max_length, trim_whitespace=False, **kwargs)
-
-    def to_internal_value(self, data: Any) -> str:
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return str(super().to_internal_value(data))
 
 
 class _Key(_Text):
@@ -84,36 +85,10 @@ class _ProgressEvery(_Text):
         return text
 
 
-@extend_schema_field({"type": "boolean"})
-class _Flag(serializers.BooleanField):
-    """true or false, as JSON has them (a string or a number is refused)."""
-
-    def to_internal_value(self, data: Any) -> bool:
-        if not isinstance(data, bool):
-            self.fail("invalid", input=data)
-        return data
-
-
-class _Count(serializers.IntegerField):
-    """A whole number as JSON has it (`10`, or `10.0` as JSON Schema counts it); a string,
-    a boolean or a fraction is refused."""
-
-    def to_internal_value(self, data: Any) -> int:
-        if isinstance(data, float) and data.is_integer():
-            data = int(data)
-        if isinstance(data, bool) or not isinstance(data, int):
-            self.fail("invalid")
-        return int(super().to_internal_value(data))
-
-
-class _QueryCount(serializers.IntegerField):
-    """A whole number in a query: ASCII digits only (`²` and `1.0` are no numbers here)."""
-
-    def to_internal_value(self, data: Any) -> int:
-        # Digits beyond a dozen are out of every range here; int() is not asked.
-        if not isinstance(data, str) or not data.isascii() or not data.isdigit() or len(data) > 12:
-            self.fail("invalid")
-        return int(super().to_internal_value(data))
+# true or false, whole numbers as JSON has them, digits in a query: the kernel's kit.
+_Flag = StrictBooleanField
+_Count = StrictIntegerField
+_QueryCount = QueryIntegerField
 
 
 def _minutes(help_text: str, field: type[serializers.IntegerField] = _QueryCount) -> Any:
