@@ -1,4 +1,4 @@
-"""What several of the services share: input checks, a task's row lock, a session's lock.
+"""What several services share: input checks, a task's row lock, a session's lock, a resume.
 
 Every input is checked before the first write (longrun.services), here once
 for all of them.
@@ -108,6 +108,9 @@ def _own(task: LongTask, confined_to: str | None) -> bool:
     return confined_to is None or task.origin_session_key == confined_to
 
 
+# --- a session's lock (§4.4) ---------------------------------------------------------------------
+
+
 def _session_lock(key: str) -> SessionLock | None:
     """The lock of `key`, its row locked for this transaction (not its task's).
 
@@ -140,6 +143,9 @@ def _take_lock(
         lock.task = task
         lock.acquired_at = now
         lock.save(update_fields=["task", "acquired_at"])
+
+
+# --- a resume: mark-resume, or one the channel confirmed -----------------------------------------
 
 
 def _resumed(task: LongTask, reason: str, *, at: datetime) -> None:
