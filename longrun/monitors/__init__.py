@@ -3,7 +3,7 @@
 Each is one operation of the original scripts (emit_foreground_due and its
 dispatcher, run_keepalive_once, run_watchdog_once) and answers the original's
 output and exit code (`Answer`, D-B18); its messages go out only through the
-outbox (D-B10), and what the channel answers is recorded by
+outbox (D-B10), and each send's outcome is recorded by
 longrun.services.outcomes.
 
 The monitors find their work through the deadline indexes (longrun.models),

@@ -18,9 +18,9 @@ from longrun.policies import reports
 from longrun.policies.answers import EXIT_ACTION, EXIT_OK, Answer
 from longrun.policies.facts import Rules
 from longrun.policies.timing import OK, RECOVERY, Verdict, watchdog_verdict
+from xworkmate.lib.jstext import js_trim
 from xworkmate.lib.paging import Page
 from xworkmate.lib.timezones import get_zone
-from xworkmate.lib.wire import js_trim
 
 
 def longrun_rules() -> Rules:

@@ -7,7 +7,7 @@ from longrun.models import SessionLock
 from longrun.policies.answers import EXIT_ACTION, EXIT_OK, Answer
 from longrun.policies.states import ACTIVE_STATES
 from longrun.policies.trigger import is_trigger
-from xworkmate.lib.wire import js_trim
+from xworkmate.lib.jstext import js_trim
 
 
 def message_mode(*, message: str, session_key: str = "") -> Answer:

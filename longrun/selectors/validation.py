@@ -9,7 +9,7 @@ from longrun.policies import reports
 from longrun.policies.answers import EXIT_INVALID, Answer, LongrunError
 from longrun.policies.states import ACTIVE_STATES, STATES
 from longrun.selectors._common import live_tasks
-from xworkmate.lib.wire import js_trim
+from xworkmate.lib.jstext import js_trim
 
 
 def task_start_validation(

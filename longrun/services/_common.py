@@ -16,7 +16,7 @@ from longrun.models import NAME_MAX_LENGTH, TEXT_MAX_LENGTH, LongTask, SessionLo
 from longrun.policies.answers import EXIT_INVALID, EXIT_LOCKED, LongrunError
 from longrun.policies.states import STATES
 from xworkmate import sql
-from xworkmate.lib.wire import KEY_MAX_LENGTH, js_trim
+from xworkmate.lib.jstext import KEY_MAX_LENGTH, js_trim
 
 # One logger for all the services, under the name their log lines have always had.
 logger = logging.getLogger("longrun.services")

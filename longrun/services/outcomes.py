@@ -1,8 +1,8 @@
-"""What the channel answered: the outbox's outcome handlers of long-run mode (D-B10).
+"""The outcome handlers of long-run mode: what each send's outcome does to its task (D-B10).
 
-Registered in LongrunConfig.ready(); each runs in the transaction that
-records the message's new status, and writes the task's bookkeeping from the
-channel's real answer.
+Registered in LongrunConfig.ready(); each runs in the transaction in which
+the outbox records a message's outcome, and writes the task's bookkeeping
+from it.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ from longrun.services._common import (
 )
 from xworkmate import sql
 from xworkmate.lib.durations import format_duration
-from xworkmate.lib.wire import js_trim
+from xworkmate.lib.jstext import js_trim
 
 # --- task_state.py set (§7.1, §4.4) --------------------------------------------------------------
 
