@@ -15,7 +15,7 @@ class LongrunConfig(AppConfig):
         from longrun import services
         from xworkmate.cards import AdminCard, register_admin_card
         from xworkmate.config import PeriodicJob
-        from xworkmate.delivery.services import register_outcome_handler
+        from xworkmate.delivery.outcomes import register_outcome_handler
         from xworkmate.periodic import register_default_job
 
         register_admin_card(

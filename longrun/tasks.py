@@ -15,12 +15,8 @@ from typing import Any
 from celery import shared_task
 from django.utils import timezone
 
-from longrun.services import (
-    heartbeat_run_once,
-    keepalive_run_once,
-    tasks_cleanup,
-    watchdog_run_once,
-)
+from longrun.monitors import heartbeat_run_once, keepalive_run_once, watchdog_run_once
+from longrun.services import tasks_cleanup
 
 
 def _counts(body: Any, **fields: str) -> dict[str, int]:

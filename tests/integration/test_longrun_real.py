@@ -111,7 +111,8 @@ def test_two_watchdog_runs_at_once_queue_each_recovery_message_once(
         time.sleep(0.01)  # each claim lasts a moment, so the two runs overlap
         return outbox_enqueue(**kwargs)
 
-    monkeypatch.setattr("longrun.services.outbox_enqueue", slow_enqueue)
+    monkeypatch.setattr("longrun.monitors._common.outbox_enqueue", slow_enqueue)
+    monkeypatch.setattr("longrun.monitors.watchdog.outbox_enqueue", slow_enqueue)
     now = timezone.now()
     barrier = threading.Barrier(2)
     bodies: list[Any] = [None, None]

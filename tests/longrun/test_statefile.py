@@ -203,7 +203,7 @@ def test_nothing_is_half_imported_when_a_write_fails(monkeypatch):
         if len(calls) == 3:
             raise RuntimeError("the database went away")
 
-    monkeypatch.setattr(services, "_transition", failing_transition)
+    monkeypatch.setattr("longrun.services.statefile._transition", failing_transition)
     with pytest.raises(RuntimeError):
         _import(_fixture(), replace=True)
     assert list(LongTask.objects.values_list("name", flat=True)) == ["A"]
