@@ -27,9 +27,9 @@ class LongrunConfig(AppConfig):
         )
         # The task's bookkeeping follows the channel's real answer, in the
         # transaction that records it (D-B10).
-        register_outcome_handler(services.PROGRESS_PURPOSE, services.progress_answer_record)
-        register_outcome_handler(services.RESUME_PURPOSE, services.resume_answer_record)
-        register_outcome_handler(services.RECOVERY_PURPOSE, services.recovery_answer_record)
+        register_outcome_handler(services.PROGRESS_PURPOSE, services.progress_outcome_record)
+        register_outcome_handler(services.RESUME_PURPOSE, services.resume_outcome_record)
+        register_outcome_handler(services.RECOVERY_PURPOSE, services.recovery_outcome_record)
         # The monitors on beat (D-B20): one job per monitor, never one per
         # task. The foreground heartbeat and the keepalive at the original's
         # 60 s, the watchdog at its cron example's 5 minutes.

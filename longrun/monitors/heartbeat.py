@@ -25,7 +25,7 @@ def heartbeat_run_once(
     emit_foreground_due and its dispatcher, with the outbox doing the send:
     the events are the original's (the slot's hash and delivery id), a task
     that needs recovery gets none, and what the channel answers is recorded
-    by `progress_answer_record`.
+    by `progress_outcome_record`.
     """
     now = whole_second(now)
     rules = longrun_rules()

@@ -116,7 +116,7 @@ def keepalive_run_once(
     With `longrun.auto_resume` off (the default) each resume is only planned
     ("默认只生成计划"); on, it is queued in the outbox (`longrun.resume`),
     once per idle spell (D-B20), and counts as a resume only when the channel
-    confirms it (D-B10, `resume_answer_record`). The attempt is recorded as
+    confirms it (D-B10, `resume_outcome_record`). The attempt is recorded as
     the original recorded it, without moving the task's clocks (D-B9) or its
     next step (D-B8).
     """

@@ -24,9 +24,9 @@ from longrun.monitors import heartbeat_run_once, keepalive_run_once, watchdog_ru
 from longrun.services.cleanup import tasks_cleanup
 from longrun.services.locks import lock_acquire, lock_release
 from longrun.services.outcomes import (
-    progress_answer_record,
-    recovery_answer_record,
-    resume_answer_record,
+    progress_outcome_record,
+    recovery_outcome_record,
+    resume_outcome_record,
 )
 from longrun.services.reports import (
     ActivitySignal,
@@ -48,9 +48,9 @@ __all__ = [
     "keepalive_run_once",
     "lock_acquire",
     "lock_release",
-    "progress_answer_record",
-    "recovery_answer_record",
-    "resume_answer_record",
+    "progress_outcome_record",
+    "recovery_outcome_record",
+    "resume_outcome_record",
     "task_activity_record",
     "task_clear",
     "task_progress_record",

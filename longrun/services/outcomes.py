@@ -23,13 +23,13 @@ from longrun.policies.messages import KEEPALIVE_RESUMED_NOTE
 from longrun.policies.timing import whole_second
 from longrun.selectors import longrun_rules
 from longrun.services._common import _resumed, logger
-from xworkmate.delivery.outcomes import AnsweredMessage, Outcome
+from xworkmate.delivery.outcomes import Outcome, RecordedMessage
 
 # Who the log names when the service itself acted.
 _BY_DELIVERY = "delivery"
 
 
-def _answered_task(message: AnsweredMessage) -> LongTask | None:
+def _task_of_message(message: RecordedMessage) -> LongTask | None:
     task_id = _task_id_of(message.idempotency_key)
     if task_id is None:
         return None
@@ -39,13 +39,13 @@ def _answered_task(message: AnsweredMessage) -> LongTask | None:
     return task
 
 
-def progress_answer_record(message: AnsweredMessage, outcome: Outcome, final: bool) -> None:
-    """A heartbeat's answer: the task's progress is sent, unknown or failed (D-B10, D-B12).
+def progress_outcome_record(message: RecordedMessage, outcome: Outcome, final: bool) -> None:
+    """A heartbeat's outcome: the task's progress is sent, unknown or failed (D-B10, D-B12).
 
     The service's own send is not the agent's activity: `updated_at` stays
-    (D-B19). The heartbeat stops being in flight once sent or finally answered.
+    (D-B19). The heartbeat stops being in flight once sent or its outcome is final.
     """
-    task = _answered_task(message)
+    task = _task_of_message(message)
     if task is None:
         return
     rules = longrun_rules()
@@ -81,9 +81,9 @@ def progress_answer_record(message: AnsweredMessage, outcome: Outcome, final: bo
     _save(task, rules, fields)
 
 
-def resume_answer_record(message: AnsweredMessage, outcome: Outcome, final: bool) -> None:
-    """A resume's answer: only a confirmed one counts as a resume (D-B10)."""
-    task = _answered_task(message)
+def resume_outcome_record(message: RecordedMessage, outcome: Outcome, final: bool) -> None:
+    """A resume's outcome: only a confirmed one counts as a resume (D-B10)."""
+    task = _task_of_message(message)
     if task is None:
         return
     rules = longrun_rules()
@@ -124,9 +124,9 @@ def resume_answer_record(message: AnsweredMessage, outcome: Outcome, final: bool
     _save(task, rules, fields)
 
 
-def recovery_answer_record(message: AnsweredMessage, outcome: Outcome, final: bool) -> None:
-    """A recovery message's answer goes to the task log only (its payload had no callbacks)."""
-    task = _answered_task(message)
+def recovery_outcome_record(message: RecordedMessage, outcome: Outcome, final: bool) -> None:
+    """A recovery message's outcome goes to the task log only (its payload had no callbacks)."""
+    task = _task_of_message(message)
     if task is None:
         return
     _log(

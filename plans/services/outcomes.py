@@ -1,19 +1,19 @@
-"""What the outbox answered for a run's agentTurn (the plans.run outcome handler)."""
+"""The outcome of a run's agentTurn (the plans.run outcome handler)."""
 
 from __future__ import annotations
 
 from plans.models import Job, Run
 from plans.services._runs import _finish
-from xworkmate.delivery.outcomes import AnsweredMessage, Outcome
+from xworkmate.delivery.outcomes import Outcome, RecordedMessage
 
 _DELIVERY = {"sent": "delivered", "failed": "not-delivered", "unknown": "unknown"}
 
 
-def run_record_delivery(message: AnsweredMessage, outcome: Outcome, final: bool) -> None:
-    """The outbox's answer for a run's agentTurn (runs in the outbox's transaction).
+def run_record_delivery(message: RecordedMessage, outcome: Outcome, final: bool) -> None:
+    """The outcome the outbox recorded for a run's agentTurn (runs in its transaction).
 
     Sent: the run is ok. Failed or unknown for good: error, with the reason.
-    An answer that will be retried only updates the delivery status shown.
+    An outcome that will be retried only updates the delivery status shown.
     """
     run = Run.objects.select_for_update().filter(delivery_message_id=message.pk).first()
     if run is None or run.status != Run.RUNNING:

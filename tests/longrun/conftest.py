@@ -130,7 +130,7 @@ def answer(outcome: str, detail: str = "", *, now: datetime, retry: bool = False
 
     claimed = messages_claim(new=not retry, now=now, by="test", limit=100)
     result = Result(Outcome(outcome), detail)
-    return messages_record_outcomes(answered=[(one, result) for one in claimed], now=now)
+    return messages_record_outcomes(outcomes=[(one, result) for one in claimed], now=now)
 
 
 def acknowledge_all(session_key: str, *, now: datetime) -> list[Any]:

@@ -103,7 +103,7 @@ def request_body_limit(config: Config) -> int:
 
 
 def unknown_cooldown(config: Config) -> timedelta:
-    """How long the outbox leaves a send without an answer before it may send the
+    """How long the outbox leaves a send without an outcome before it may send the
     message again, on every channel ([longrun] unknown_cooldown)."""
     value: timedelta = config.read(UNKNOWN_COOLDOWN)
     return value

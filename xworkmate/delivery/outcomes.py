@@ -1,7 +1,7 @@
-"""The outbox's answer hooks: what an app runs when a send of its purpose is answered.
+"""The outbox's outcome handlers: what an app runs when a send of its purpose has an outcome.
 
-One protocol for every app (D-K17): a handler gets the answered message (as
-`AnsweredMessage`, the fields it may read), the channel's `Outcome` and whether
+One protocol for every app (D-K17): a handler gets the message (as
+`RecordedMessage`, the fields it may read), the channel's `Outcome` and whether
 that outcome is final (no retry follows). It runs inside the transaction that
 writes the message's new status, so the app's bookkeeping (a long task's
 progress marked sent, a plan run's delivery outcome) commits or rolls back with
@@ -18,32 +18,33 @@ from xworkmate.config import DELIVERY_PURPOSES
 from xworkmate.delivery.channels.base import Outcome
 
 __all__ = [
-    "AnsweredMessage",
     "Outcome",
     "OutcomeHandler",
+    "RecordedMessage",
     "register_outcome_handler",
     "run_outcome_handlers",
     "unregister_outcome_handler",
 ]
 
 
-class AnsweredMessage(Protocol):
-    """The outbox message an outcome handler is given (xworkmate.delivery's Message)."""
+class RecordedMessage(Protocol):
+    """The outbox message whose outcome was just recorded, as an outcome handler sees it."""
 
     pk: Any
     purpose: str
     idempotency_key: str
     body_hash: str
     last_error: str
-    updated_at: datetime  # when the outbox recorded this answer
+    updated_at: datetime  # when the outbox recorded this outcome
 
 
-OutcomeHandler = Callable[[AnsweredMessage, Outcome, bool], None]
+OutcomeHandler = Callable[[RecordedMessage, Outcome, bool], None]
 _HANDLERS: dict[str, list[OutcomeHandler]] = {}
 
 
 def register_outcome_handler(purpose: str, handler: OutcomeHandler) -> None:
-    """Run `handler(message, outcome, final)` each time a send of `purpose` is answered."""
+    """Run `handler(message, outcome, final)` each time the outcome of a send of `purpose`
+    is recorded."""
     if purpose not in DELIVERY_PURPOSES:
         raise ValueError(f"unknown delivery purpose {purpose!r}")
     _HANDLERS.setdefault(purpose, []).append(handler)
@@ -54,6 +55,6 @@ def unregister_outcome_handler(purpose: str, handler: OutcomeHandler) -> None:
         _HANDLERS[purpose].remove(handler)
 
 
-def run_outcome_handlers(message: AnsweredMessage, outcome: Outcome, final: bool) -> None:
+def run_outcome_handlers(message: RecordedMessage, outcome: Outcome, final: bool) -> None:
     for handler in _HANDLERS.get(message.purpose, ()):
         handler(message, outcome, final)

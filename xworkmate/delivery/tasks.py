@@ -42,7 +42,7 @@ def _deliver(*, new: bool, by: str) -> int:
     outcomes = [
         (one, message_send(one) if time.monotonic() < deadline else None) for one in claimed
     ]
-    messages_record_outcomes(answered=outcomes, now=timezone.now())
+    messages_record_outcomes(outcomes=outcomes, now=timezone.now())
     return len(claimed)
 
 

@@ -12,7 +12,7 @@ words in the message (D-A5); the message is the contract's text verbatim.
 
 from __future__ import annotations
 
-__all__ = ["ConflictError", "ForbiddenError", "GatewayError", "InputError"]
+__all__ = ["ConflictError", "ForbiddenError", "InputError"]
 
 
 class InputError(Exception):
@@ -29,10 +29,6 @@ class InputError(Exception):
 
     def __str__(self) -> str:
         return self.message
-
-
-# The old name, kept while plans and longrun still import it (D-K18).
-GatewayError = InputError
 
 
 class ForbiddenError(InputError):

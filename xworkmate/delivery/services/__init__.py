@@ -33,11 +33,10 @@ from xworkmate.delivery.services._common import (
 from xworkmate.delivery.services.acknowledge import message_acknowledge, message_request_resend
 from xworkmate.delivery.services.claim import Claimed, message_send, messages_claim
 from xworkmate.delivery.services.enqueue import outbox_enqueue
-from xworkmate.delivery.services.record import Answered, SendOutcome, messages_record_outcomes
+from xworkmate.delivery.services.record import SendOutcome, messages_record_outcomes
 
 __all__ = [
     "DELIVER_TASK",
-    "Answered",
     "Claimed",
     "DeliveryError",
     "OutcomeHandler",

@@ -27,8 +27,6 @@ logger = logging.getLogger("xworkmate.delivery.services")
 # whose send never started (its batch ran out of time): it is released as if it
 # had not been claimed.
 SendOutcome = tuple[Claimed, Result | None]
-# The old name, kept while other apps' code and tests still import it (D-K18).
-Answered = SendOutcome
 
 
 def _record(outcomes: list[SendOutcome], now: datetime) -> list[Message]:
@@ -119,7 +117,7 @@ def _release(released: list[Claimed], messages: list[Message], now: datetime) ->
         message.updated_at = max(now, message.created_at)
 
 
-def messages_record_outcomes(*, answered: list[SendOutcome], now: datetime) -> list[Message]:
+def messages_record_outcomes(*, outcomes: list[SendOutcome], now: datetime) -> list[Message]:
     """Write the outcome the channel reported for each claimed attempt, and run the handlers.
 
     All in one transaction. If an outcome handler raises, that rolls back the
@@ -127,18 +125,17 @@ def messages_record_outcomes(*, answered: list[SendOutcome], now: datetime) -> l
     message whose handler failed stays unrecorded (`unknown`, as after a worker
     that died), and the first error is raised again once the others are written.
     """
-    # `answered` keeps its name while callers pass it by keyword (D-K18).
-    if not answered:
+    if not outcomes:
         return []
     try:
         with transaction.atomic():
-            return _record(answered, now)
+            return _record(outcomes, now)
     except Exception:
-        if len(answered) == 1:
+        if len(outcomes) == 1:
             raise
     recorded: list[Message] = []
     first_error: Exception | None = None
-    for one in answered:
+    for one in outcomes:
         try:
             with transaction.atomic():
                 recorded.extend(_record([one], now))
