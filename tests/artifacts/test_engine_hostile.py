@@ -40,7 +40,7 @@ def _refs(payload):
     return [str(a["artifactRef"]) for a in payload["artifacts"]]
 
 
-# --- §3: two identities never share a scope (D-A16, D-A17) --------------------------------
+# --- issue 9 §3: two identities never share a scope (D-A16, D-A17) --------------------------------
 
 COLLIDING = [
     (("agent:main:线程-1", "运行 1"), ("agent:main:任务-1", "步骤 1")),
@@ -107,7 +107,7 @@ def test_an_identity_the_names_spell_keeps_the_originals_ref_bytes(workspace):
     assert "openclawSessionKey" not in body and "runId" not in body
 
 
-# --- §2: the fallback never reaches into task scopes ------------------------------------
+# --- issue 9 §2: the fallback never reaches into task scopes ------------------------------------
 
 
 def test_a_workspace_inside_a_task_scope_is_refused(workspace):
@@ -157,7 +157,7 @@ def test_a_symlink_into_another_roots_task_scopes_leaks_nothing(tmp_path):
     assert payload["artifacts"] == [] and "theirs" not in str(payload)
 
 
-# --- §4: files that are not what they seem ---------------------------------------------
+# --- issue 9 §4: files that are not what they seem ---------------------------------------------
 
 
 def test_a_hard_link_to_an_outside_file_is_never_exported_or_read(workspace, tmp_path):
@@ -253,7 +253,7 @@ def test_an_export_with_since_on_an_unprepared_run_writes_nothing(workspace):
     assert tree_state(workspace) == before
 
 
-# --- §5: wrong types are refused, naming the field ---------------------------------------
+# --- issue 9 §5: wrong types are refused, naming the field ---------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -102,7 +102,7 @@ def _preview_takes(schedule: dict[str, Any]) -> bool:
 
 
 def _job_takes(schedule: dict[str, Any]) -> bool:
-    """What a proposal's schedule must pass (plans.services._check_schedule, a new plan)."""
+    """What a proposal's schedule must pass (plans.services.proposals._check_schedule, a new plan)."""
     if not _preview_takes(schedule):
         return False
     try:

@@ -28,7 +28,7 @@ from xworkmate.supervisor import commands, control_socket_args, web_workers
 TEST_CONFIG = str(ROOT / "tests" / "xworkmate.test.toml")
 
 
-# --- web workers (§7) ----------------------------------------------------------------
+# --- web workers (issue 9 §7) ----------------------------------------------------------------
 
 
 def test_it_sizes_the_web_workers_from_the_cpu_count():
@@ -126,7 +126,7 @@ def test_gunicorns_control_socket_lives_in_the_data_home(tmp_path):
     assert not (user_home / ".gunicorn").exists(), err.decode(errors="replace")
 
 
-# --- a data home that was never migrated (§8) ------------------------------------------
+# --- a data home that was never migrated (issue 9 §8) ------------------------------------------
 
 
 def _fresh_env(home: Path | None) -> dict[str, str]:
