@@ -1,16 +1,20 @@
-"""The import rules (docs/decisions/kernel.md D-K1..D-K3) hold, and the checker catches breaks.
+"""The import rules (docs/decisions/kernel.md D-K1..D-K3, D-K19) hold, and the checker catches breaks.
 
 `lint-imports` runs in the test command; here it also runs on a copy of the
-code with one deliberate violation per rule, to prove each contract can fail.
-The pure packages are imported in a Python where Django, DRF and Celery
-cannot be imported at all.
+code with one deliberate violation at a time, at least one per contract of
+pyproject.toml, to prove each contract can fail; a contract without such a
+case fails the suite. The pure packages are imported in a Python where Django,
+DRF and Celery cannot be imported at all.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
+import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -20,6 +24,12 @@ from tests.conftest import ROOT
 PACKAGES = ("xworkmate", "gateway", "artifacts", "plans", "longrun")
 PURE = ("xworkmate.lib", "artifacts.engine", "plans.schedule", "plans.planfile", "longrun.policies")
 LINT = Path(sys.executable).with_name("lint-imports")
+CONTRACTS: dict[str, str] = {
+    contract["id"]: contract["name"]
+    for contract in tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"][
+        "importlinter"
+    ]["contracts"]
+}
 
 
 def _lint(root: Path) -> subprocess.CompletedProcess[str]:
@@ -36,38 +46,110 @@ def test_the_contracts_are_kept():
     assert "0 broken" in result.stdout
 
 
-@pytest.mark.parametrize(
-    ("module", "line", "contract"),
-    [
-        ("xworkmate/lib/durations.py", "import django", "D-K2 pure layer: no framework"),
-        ("artifacts/engine/refs.py", "import celery", "D-K2 pure layer: no framework"),
-        ("artifacts/engine/refs.py", "from xworkmate import config", "D-K2 pure layer: only itself"),
-        ("plans/schedule/engine.py", "import artifacts.engine", "D-K2 pure layer: only itself"),
-        ("plans/planfile/entry.py", "import django", "D-K2 pure layer: no framework"),
-        ("longrun/policies/timing.py", "import django", "D-K2 pure layer: no framework"),
-        ("xworkmate/health.py", "import plans.selectors", "D-K1 kernel: imports no app"),
-        ("xworkmate/admin.py", "from gateway import models", "D-K1 kernel: imports no app"),
-        ("plans/selectors.py", "from gateway.models import TaskRun", "D-K3 apps: only engines"),
-        ("gateway/hooks.py", "import artifacts.api", "D-K3 apps: only engines"),
-        ("longrun/apps.py", "import plans.selectors", "D-K3 plans and longrun: independent"),
-    ],
+@dataclass(frozen=True)
+class Violation:
+    """`line` added to `module` breaks the contract `proves` (and exactly the ones in `also`).
+
+    `module` is a dotted name, so a case holds whether it is a module or a package
+    (its `__init__.py`); `new` makes it a module of its own that did not exist.
+    """
+
+    module: str
+    line: str
+    proves: str
+    also: frozenset[str] = frozenset()
+    new: bool = False
+
+
+VIOLATIONS = (
+    Violation("xworkmate.lib.durations", "import django", "pure-no-framework"),
+    Violation("artifacts.engine.refs", "import celery", "pure-no-framework"),
+    Violation("plans.planfile.entry", "import django", "pure-no-framework"),
+    Violation("longrun.policies.timing", "import django", "pure-no-framework"),
+    # The kernel's config imports Django, so the pure layer now reaches a framework too.
+    Violation(
+        "artifacts.engine.refs", "from xworkmate import config", "pure-only-itself-and-lib",
+        also=frozenset({"pure-no-framework"}),
+    ),
+    Violation("plans.schedule.engine", "import artifacts.engine", "pure-only-itself-and-lib"),
+    Violation("xworkmate.health", "import plans.selectors", "kernel-imports-no-app"),
+    Violation("xworkmate.admin", "from gateway import models", "kernel-imports-no-app"),
+    Violation(
+        "plans.selectors", "from gateway.models import TaskRun", "apps-use-services-and-selectors"
+    ),
+    Violation("gateway.hooks", "import artifacts.api", "apps-use-services-and-selectors"),
+    Violation("longrun.apps", "import plans.selectors", "plans-longrun-independent"),
+    # D-K19: the write path and the reads never import an entry point...
+    Violation("gateway.services", "import gateway.methods", "gateway-rooms"),
+    Violation("artifacts.services", "import artifacts.api", "artifacts-rooms"),
+    Violation("plans.services", "from plans import views", "plans-rooms"),
+    Violation("plans.selectors", "import plans.admin", "plans-rooms"),
+    Violation("longrun.services", "import longrun.tasks", "longrun-rooms"),
+    Violation("longrun.selectors", "import longrun.cli", "longrun-rooms"),
+    Violation("xworkmate.delivery.selectors", "import xworkmate.delivery.api", "delivery-rooms"),
+    # ...the ground imports neither of the rooms above it...
+    Violation("gateway.models", "from gateway import selectors", "gateway-rooms"),
+    Violation("artifacts.conf", "import artifacts.services", "artifacts-rooms"),
+    Violation("plans.models", "import plans.services", "plans-rooms"),
+    Violation("longrun.models", "from longrun import services", "longrun-rooms"),
+    Violation(
+        "xworkmate.delivery.channels.webhook", "from xworkmate.delivery import services",
+        "delivery-rooms",
+    ),
+    # ...and a module without a room breaks its app's contract until it is given one.
+    Violation("plans.shortcuts", "import plans.models", "plans-rooms", new=True),
 )
-def test_a_deliberate_violation_breaks_its_contract(tmp_path, module, line, contract):
+
+
+def _source(root: Path, module: str) -> Path:
+    base = root.joinpath(*module.split("."))
+    return base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+
+
+@pytest.fixture(scope="module")
+def copy_of_the_code(tmp_path_factory):
+    root = tmp_path_factory.mktemp("code")
     for package in PACKAGES:
-        shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    target = tmp_path / module
-    target.write_text(target.read_text(encoding="utf-8") + f"\n{line}  # noqa\n", encoding="utf-8")
-    result = _lint(tmp_path)
-    assert result.returncode == 1, result.stdout
-    broken = [row for row in result.stdout.splitlines() if " BROKEN" in row]
-    assert len(broken) >= 1 and any(row.startswith(contract) for row in broken), result.stdout
+        shutil.copytree(ROOT / package, root / package, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", root / "pyproject.toml")
+    return root
+
+
+@pytest.mark.parametrize(
+    "violation", VIOLATIONS, ids=[f"{v.proves}:{v.module}" for v in VIOLATIONS]
+)
+def test_a_deliberate_violation_breaks_its_contract(copy_of_the_code, violation):
+    target = _source(copy_of_the_code, violation.module)
+    # A moved or renamed module must move its case with it, not pass unnoticed.
+    assert target.exists() != violation.new, (violation.module, target)
+    original = None if violation.new else target.read_text(encoding="utf-8")
+    target.write_text((original or "") + f"\n{violation.line}  # noqa\n", encoding="utf-8")
+    try:
+        result = _lint(copy_of_the_code)
+    finally:
+        if original is None:
+            target.unlink()
+        else:
+            target.write_text(original, encoding="utf-8")
+    assert result.returncode == 1, result.stdout + result.stderr
+    by_name = {name: contract_id for contract_id, name in CONTRACTS.items()}
+    # A summary row is `<name> BROKEN`, followed by `(n ignored imports)` where some were.
+    broken = {
+        by_name[found.group(1)] for row in result.stdout.splitlines()
+        if (found := re.fullmatch(r"(.+) BROKEN(?: \(\d+ ignored imports?\))?", row))
+    }
+    assert broken == {violation.proves} | violation.also, result.stdout
+
+
+def test_every_contract_has_a_deliberate_violation():
+    """A new contract needs a case above that breaks it, or nothing proves it can fail."""
+    assert len(set(CONTRACTS.values())) == len(CONTRACTS), "two contracts share a name"
+    assert {v.proves for v in VIOLATIONS} == set(CONTRACTS)
+    assert {contract for v in VIOLATIONS for contract in v.also} <= set(CONTRACTS)
 
 
 def test_every_app_module_others_may_not_use_is_in_the_app_contract():
     """New models / api / views / admin / tasks modules must join the D-K3 contract."""
-    import tomllib
-
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     contract = next(
         c for c in config["tool"]["importlinter"]["contracts"]
