@@ -1,4 +1,4 @@
-"""The watchdog tick of bench/longrun.py (its part 3): seeded tables, the timed tick, the plans.
+"""The watchdog tick of bench/longrun.py (its part 3): seeded tables, timed ticks, query plans.
 
 The run and its table are in bench/longrun.py, whose docstring says what is
 measured and why.
