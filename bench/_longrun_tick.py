@@ -74,7 +74,7 @@ def _tasks(total: int, due: int, now: datetime) -> Iterator[Any]:
             created_at=updated - timedelta(hours=1),
             updated_at=updated,
         )
-        # The deadlines and clock the services derive and store (longrun.services' _derive).
+        # The deadlines and clock the services derive and store (their _derive).
         task.next_check_at = parse_next_check(next_check, anchor=updated, zone=zone)
         task.progress_due_at = progress_deadline(task)
         task.last_activity_at = latest_activity(task)[1]
