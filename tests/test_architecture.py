@@ -87,6 +87,9 @@ VIOLATIONS = (
     Violation("longrun.services", "import longrun.tasks", "longrun-rooms"),
     Violation("longrun.selectors", "import longrun.cli", "longrun-rooms"),
     Violation("xworkmate.delivery.selectors", "import xworkmate.delivery.api", "delivery-rooms"),
+    Violation("gateway.schemas", "from gateway import methods", "gateway-rooms"),
+    Violation("plans.scheduler", "import plans.tasks", "plans-rooms"),
+    Violation("longrun.selectors", "from longrun.operations import table", "longrun-rooms"),
     # ...the ground imports neither of the rooms above it...
     Violation("gateway.models", "from gateway import selectors", "gateway-rooms"),
     Violation("artifacts.conf", "import artifacts.services", "artifacts-rooms"),
