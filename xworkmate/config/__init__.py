@@ -8,7 +8,7 @@
 - show: the effective configuration, secrets masked.
 
 The apps declare their sections in their own ``conf.py`` and xworkmate.wiring
-lists them all (D-K16). Nothing here imports a framework.
+lists them all (D-K16). Nothing here needs Django set up: settings.py loads it.
 """
 
 from xworkmate.config.kernel import (

@@ -11,8 +11,9 @@ order the artifact contract prescribes for the signing secret (D-A10).
 Loading collects every problem before failing, one line per problem, each
 naming the key, so an operator fixes a broken file in one pass and the service
 never starts half configured. The sections are the kernel's and the apps'
-(xworkmate.wiring, D-K16); this module knows none of the apps' keys. It imports
-no framework: settings.py, the CLI and the tests load it before Django is set up.
+(xworkmate.wiring, D-K16); this module knows none of the apps' keys. It needs no
+Django set up (settings.py loads it to make the settings); of the frameworks only
+Celery's crontab parser is imported, which judges a periodic job's `cron`.
 """
 
 from __future__ import annotations
