@@ -138,7 +138,7 @@ def _measure(repeat: int) -> list[float]:
     from django.db import transaction
     from django.utils import timezone
 
-    from plans.services import scheduler_tick
+    from plans.scheduler import scheduler_tick
 
     times = []
     for _ in range(repeat):

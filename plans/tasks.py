@@ -5,7 +5,8 @@ from __future__ import annotations
 from celery import shared_task
 from django.utils import timezone
 
-from plans.services import plans_reconcile, scheduler_tick
+from plans.scheduler import scheduler_tick
+from plans.services import plans_reconcile
 
 
 # Early ack and a short limit: a lost tick is harmless (the next one claims the

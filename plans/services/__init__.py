@@ -28,10 +28,6 @@ modules (_common, _revisions, _runs).
 
 from __future__ import annotations
 
-# The tick lives beside this package and uses its private modules: it is
-# reached through this package (the app's ready() loads it first).
-from plans.scheduler import TICK_BATCH as TICK_BATCH
-from plans.scheduler import TickReport, scheduler_tick
 from plans.services._runs import RUN_PURPOSE as RUN_PURPOSE
 from plans.services.errors import PlanBlockedError, PlanError, PlanGateError, PlanNotFoundError
 from plans.services.gate import entry_confirm, entry_request_changes
@@ -48,7 +44,6 @@ __all__ = [
     "PlanNotFoundError",
     "Proposal",
     "ReconcileReport",
-    "TickReport",
     "entry_cancel",
     "entry_confirm",
     "entry_request_changes",
@@ -59,6 +54,5 @@ __all__ = [
     "plan_propose",
     "plans_reconcile",
     "run_record_delivery",
-    "scheduler_tick",
     "stored_schedule",
 ]

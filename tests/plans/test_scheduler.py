@@ -7,12 +7,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from plans.models import Entry, Job, Run
+from plans.scheduler import scheduler_tick
 from plans.services import (
     entry_confirm,
     job_pause,
     job_run_now,
     run_record_delivery,
-    scheduler_tick,
 )
 from tests.plans.conftest import ARCHIVE_ID, NOW
 from xworkmate.delivery.channels.base import Outcome

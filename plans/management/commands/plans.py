@@ -8,7 +8,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from plans.services import plans_reconcile, scheduler_tick
+from plans.scheduler import scheduler_tick
+from plans.services import plans_reconcile
 
 
 class Command(BaseCommand):
