@@ -12,6 +12,7 @@ from typing import Any
 
 from xworkmate.config.kernel import ADMIN, SERVICE, request_body_limit
 from xworkmate.datahome import ensure_home, stored_secret
+from xworkmate.filebroker import use_whole_file_messages
 from xworkmate.lib.dburl import database_settings
 from xworkmate.wiring import load_config
 
@@ -186,6 +187,9 @@ SPECTACULAR_SETTINGS = {
 # --- Celery -----------------------------------------------------------------
 CELERY_BROKER_URL = XWORKMATE.broker_url
 if CELERY_BROKER_URL.startswith("filesystem://"):
+    # Each message whole or not at all: kombu's own file transport lets a worker
+    # read a message half written and die (D-K20).
+    use_whole_file_messages()
     _folder = XWORKMATE.broker_folder
     for _sub in ("queue", "processed", "control"):
         (_folder / _sub).mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,62 @@
+"""The embedded default's broker: kombu's file transport, each message whole or not at all (D-K20).
+
+kombu's `filesystem` transport writes a message by creating its file under
+the name consumers look for and then writing the body into it. A worker that
+lists the folder in between moves the empty (or half-written) file away,
+reads it and dies on `JSONDecodeError` (celery/kombu#1551): the embedded
+service lost its worker within minutes under load. The lock the writer takes
+does not help, since the reader never asks for it.
+
+This transport writes the body under a name no consumer matches (a leading
+dot: kombu takes the part after the first dot as `<queue>.msg`), flushes it
+to disk and renames it into place. A rename within a folder is atomic, so a
+consumer sees either no file or the whole message. Everything else is
+kombu's. `use_whole_file_messages()` makes the `filesystem://` scheme mean
+this transport in the process that calls it (settings.py does, so the web
+workers that publish, the workers and beat all use it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from time import monotonic
+from typing import Any
+
+from kombu.exceptions import ChannelError
+from kombu.transport import TRANSPORT_ALIASES, filesystem
+from kombu.utils.encoding import str_to_bytes
+from kombu.utils.json import dumps
+
+TRANSPORT = "xworkmate.filebroker:Transport"
+
+
+class Channel(filesystem.Channel):
+    # kombu's file Channel already names the parameter `payload` where its base
+    # says `message`; this keeps kombu's file signature.
+    def _put(self, queue: str, payload: dict[str, Any], **kwargs: Any) -> None:  # type: ignore[override]
+        """Put `payload` onto `queue`: written aside, then renamed into the queue."""
+        # kombu's own name, so its consumers order and match messages as before.
+        name = f"{round(monotonic() * 1000)}_{uuid.uuid4()}.{queue}.msg"
+        folder = self.data_folder_out
+        final = os.path.join(folder, name)
+        partial = os.path.join(folder, f".partial-{uuid.uuid4()}")
+        try:
+            with open(partial, "wb", buffering=0) as handle:
+                handle.write(str_to_bytes(dumps(payload)))
+                os.fsync(handle.fileno())
+            os.replace(partial, final)
+        except OSError as exc:
+            with contextlib.suppress(OSError):  # never created, or already gone
+                os.unlink(partial)
+            raise ChannelError(f"Cannot add file {final!r} to directory") from exc
+
+
+class Transport(filesystem.Transport):
+    Channel = Channel
+
+
+def use_whole_file_messages() -> None:
+    """Make `filesystem://` mean this transport in this process."""
+    TRANSPORT_ALIASES["filesystem"] = TRANSPORT
