@@ -21,6 +21,7 @@ import pytest
 from django.utils import timezone
 
 from plans.models import ChangeRequest, Confirmation, Entry, Job, Run
+from plans.scheduler import scheduler_tick
 from plans.services import (
     PlanGateError,
     Proposal,
@@ -28,7 +29,6 @@ from plans.services import (
     entry_request_changes,
     entry_revise,
     plan_propose,
-    scheduler_tick,
 )
 from tests.conftest import configure
 from tests.delivery.conftest import use_channels
