@@ -114,7 +114,11 @@ def test_the_example_file_documents_every_key_with_its_default():
     text = (ROOT / "xworkmate.example.toml").read_text(encoding="utf-8")
     raw = tomllib.loads(text)
     for section, keys in SCHEMA.items():
-        assert set(raw[section]) == set(keys), section
+        # A key with an environment variable is shown commented out (D-K21).
+        with_env = {key for key, spec in keys.items() if spec.env}
+        assert set(raw[section]) == set(keys) - with_env, section
+        for key in with_env:
+            assert f'# {key} = ""' in text, f"{section}.{key}"
     example = parse(text)
     default = parse("")
     assert example.values == default.values
@@ -286,6 +290,37 @@ def test_it_takes_urls_and_secrets_from_the_environment():
     assert config.from_env == {
         "database.url", "broker.url", "artifacts.ref_signing_secret", "service.secret_key",
     }
+
+
+def test_an_empty_value_in_the_file_does_not_mask_the_environment_d_k21():
+    text = '[database]\nurl = ""\n[broker]\nurl = ""\n[service]\nsecret_key = ""\n'
+    config = parse(text + '[artifacts]\nref_signing_secret = ""\n', ENV)
+    assert config.database_url == "postgresql://app:pw@db/xw"
+    assert config.broker_url == "redis://:rpw@cache:6379/0"
+    assert config.value("service", "secret_key") == "django-from-env"
+    assert config.value("artifacts", "ref_signing_secret") == "from-env"
+    assert config.source_of("database.url") == "environment"
+    # Without the variable, the empty value is the file's (the embedded default).
+    alone = parse(text, {})
+    assert alone.database_url.startswith("sqlite:///")
+    assert alone.source_of("database.url") == "file"
+
+
+def test_the_example_file_copied_as_it_is_keeps_the_environment(tmp_path):
+    text = (ROOT / "xworkmate.example.toml").read_text(encoding="utf-8")
+    config = parse(text, ENV)
+    assert config.database_url == "postgresql://app:pw@db/xw"
+    assert config.broker_url == "redis://:rpw@cache:6379/0"
+    assert config.value("artifacts", "ref_signing_secret") == "from-env"
+
+
+def test_the_shown_config_says_where_each_value_came_from():
+    config = parse('[service]\ndebug = true\n', ENV)
+    shown = effective_config(config, [])
+    assert shown["sources"]["service.debug"] == "file"
+    assert shown["sources"]["database.url"] == "environment"
+    assert shown["sources"]["longrun.idle"] == "default"
+    assert set(shown["sources"]) == {f"{s}.{k}" for s, keys in SCHEMA.items() for k in keys}
 
 
 def test_the_file_wins_over_the_environment_d_a10():

@@ -5,12 +5,14 @@
 - kernel: the kernel's own sections (service, admin, database, broker,
   workspace, delivery) and the channel and periodic-job tables;
 - load: reading the file and the environment, the typed Config;
+- channels: the outbox's [[delivery.channels]] and [delivery.routes];
 - show: the effective configuration, secrets masked.
 
 The apps declare their sections in their own ``conf.py`` and xworkmate.wiring
 lists them all (D-K16). Nothing here needs Django set up: settings.py loads it.
 """
 
+from xworkmate.config.channels import DeliveryChannel
 from xworkmate.config.kernel import (
     DELIVERY_KINDS,
     DELIVERY_PURPOSES,
@@ -22,7 +24,6 @@ from xworkmate.config.load import (
     CONFIG_ENV,
     HOME_ENV,
     Config,
-    DeliveryChannel,
     JobEntry,
     PeriodicJob,
     load_config,

@@ -18,10 +18,8 @@ Celery's crontab parser is imported, which judges a periodic job's `cron`.
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import shutil
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,13 +28,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from xworkmate.config.channels import (
+    TABLES_OF_SECTIONS,
+    DeliveryChannel,
+    build_delivery,
+    check_table,
+)
 from xworkmate.config.kernel import (
     BROKER,
-    CHANNEL_KEYS,
-    CHANNEL_SCHEMA,
     DATABASE,
-    DEFAULT_SESSIONS_INDEX,
-    DELIVERY_KINDS,
     DELIVERY_PURPOSES,
     JOB_SCHEMA,
     RECORD_CHANNEL,
@@ -85,18 +85,6 @@ class JobEntry:
 
 
 @dataclass(frozen=True)
-class DeliveryChannel:
-    name: str
-    kind: str
-    url: str = ""
-    secret: str = ""
-    connect_timeout: timedelta = timedelta(seconds=5)
-    read_timeout: timedelta = timedelta(seconds=10)
-    binary: str = "openclaw"
-    sessions_index: str = DEFAULT_SESSIONS_INDEX
-
-
-@dataclass(frozen=True)
 class Config:
     """Everything the service reads from its configuration, typed and checked."""
 
@@ -114,6 +102,13 @@ class Config:
     )
     job_entries: tuple[JobEntry, ...] = ()
     from_env: frozenset[str] = field(default_factory=frozenset)
+    from_file: frozenset[str] = field(default_factory=frozenset)
+
+    def source_of(self, name: str) -> str:
+        """Where `section.key` came from: "file", "environment" or "default"."""
+        if name in self.from_file:
+            return "file"
+        return "environment" if name in self.from_env else "default"
 
     def value(self, section: str, key: str) -> Any:
         """One value by its section and key, for code that walks the keys (the
@@ -223,6 +218,7 @@ def _build(
     problems: list[str] = []
     values: dict[str, dict[str, Any]] = {}
     from_env: set[str] = set()
+    from_file: set[str] = set()
     known_sections = {*(s.name for s in declared), "periodic_jobs"}
     for section in raw:
         if section not in known_sections:
@@ -236,14 +232,19 @@ def _build(
             problems.append(f"{section}: must be a table ([{section}])")
             given = {}
         for key in given:
-            if key not in keys and (section, key) not in _TABLES_OF_SECTIONS:
+            if key not in keys and (section, key) not in TABLES_OF_SECTIONS:
                 problems.append(f"{section}.{key}: unknown key (known: {', '.join(keys)})")
         values[section] = {}
         for key, spec in keys.items():
             name = f"{section}.{key}"
-            if key in given:
+            from_environment = bool(spec.env and env.get(spec.env, "").strip())
+            # An empty value in the file means "not set here" when the key has an
+            # environment variable: copying the example file must not mask
+            # DATABASE_URL or a secret with its empty strings (D-K21).
+            if key in given and not (from_environment and given[key] == ""):
                 value: object = given[key]
-            elif spec.env and env.get(spec.env, "").strip():
+                from_file.add(name)
+            elif spec.env and from_environment:
                 value = env[spec.env].strip()
                 from_env.add(name)
             else:
@@ -254,7 +255,7 @@ def _build(
             except ValueError as exc:
                 where = f"{name} (from {spec.env})" if name in from_env else name
                 problems.append(f"{where}: {exc}")
-    channels, routes = _build_delivery(raw.get("delivery", {}), problems)
+    channels, routes = build_delivery(raw.get("delivery", {}), problems)
     jobs = _build_jobs(raw.get("periodic_jobs", []), problems)
     if problems:
         raise ConfigError([f"{source}: {p}" for p in problems])
@@ -268,112 +269,8 @@ def _build(
         delivery_routes=routes,
         job_entries=jobs,
         from_env=frozenset(from_env),
+        from_file=frozenset(from_file),
     )
-
-
-def _check_table(
-    where: str, item: object, schema: Mapping[str, Key], problems: list[str]
-) -> dict[str, Any] | None:
-    """Check one array-of-tables entry; return only the keys it sets, checked."""
-    if not isinstance(item, dict):
-        problems.append(f"{where}: must be a table")
-        return None
-    out: dict[str, Any] = {}
-    for key, value in item.items():
-        if key not in schema:
-            problems.append(f"{where}.{key}: unknown key (known: {', '.join(schema)})")
-            continue
-        try:
-            out[key] = schema[key].check(value)
-        except ValueError as exc:
-            problems.append(f"{where}.{key}: {exc}")
-    return out
-
-
-# Sub-tables read by their own builders, beside a section's plain keys.
-_TABLES_OF_SECTIONS = frozenset({("delivery", "channels"), ("delivery", "routes")})
-
-
-def _build_delivery(
-    raw: object, problems: list[str]
-) -> tuple[tuple[DeliveryChannel, ...], dict[str, str]]:
-    """[[delivery.channels]] and [delivery.routes]; the built-in `record` channel always exists."""
-    routes = dict.fromkeys(DELIVERY_PURPOSES, RECORD_CHANNEL)
-    channels = [DeliveryChannel(name=RECORD_CHANNEL, kind="record")]
-    if not isinstance(raw, dict):
-        return tuple(channels), routes  # reported with the section's other keys
-    items = raw.get("channels", [])
-    if not isinstance(items, list):
-        problems.append("delivery.channels: must be an array of tables ([[delivery.channels]])")
-        items = []
-    for index, item in enumerate(items):
-        channel = _build_channel(f"delivery.channels[{index}]", item, channels, problems)
-        if channel is not None:
-            channels.append(channel)
-    names = {channel.name for channel in channels}
-    given = raw.get("routes", {})
-    if not isinstance(given, dict):
-        problems.append("delivery.routes: must be a table ([delivery.routes])")
-        given = {}
-    for purpose, channel_name in given.items():
-        where = f"delivery.routes.{purpose}"
-        if purpose not in DELIVERY_PURPOSES:
-            problems.append(f"{where}: unknown purpose (known: {', '.join(DELIVERY_PURPOSES)})")
-        elif not isinstance(channel_name, str) or channel_name not in names:
-            problems.append(
-                f"{where}: no channel named {channel_name!r} (channels: {', '.join(sorted(names))})"
-            )
-        else:
-            routes[purpose] = channel_name
-    return tuple(channels), routes
-
-
-def _build_channel(
-    where: str, item: object, channels: list[DeliveryChannel], problems: list[str]
-) -> DeliveryChannel | None:
-    checked = _check_table(where, item, CHANNEL_SCHEMA, problems)
-    if checked is None or not isinstance(item, dict):
-        return None
-    for required in ("name", "kind"):
-        if required not in item:
-            problems.append(f"{where}.{required}: required")
-    name, kind = checked.get("name"), checked.get("kind")
-    if name is None or kind is None:
-        return None
-    if any(channel.name == name for channel in channels):
-        problems.append(f"{where}.name: duplicate channel name {name!r}")
-        return None
-    if kind not in CHANNEL_KEYS:
-        problems.append(f"{where}.kind: must be one of {', '.join(DELIVERY_KINDS)} (got {kind!r})")
-        return None
-    required_keys, optional_keys = CHANNEL_KEYS[kind]
-    for key in required_keys:
-        if key not in item:
-            problems.append(f"{where}.{key}: required for a {kind} channel")
-    for key in checked:
-        if key not in ("name", "kind", *required_keys, *optional_keys):
-            problems.append(f"{where}.{key}: not a key of a {kind} channel")
-    if kind == "openclaw":
-        _check_openclaw(where, checked, problems)
-    if any(p.startswith(f"{where}.") for p in problems):
-        return None
-    return DeliveryChannel(**checked)
-
-
-def _check_openclaw(where: str, checked: dict[str, Any], problems: list[str]) -> None:
-    """The binary must be runnable and the sessions index readable before the service starts."""
-    binary = str(checked.get("binary", CHANNEL_SCHEMA["binary"].default))
-    if shutil.which(os.path.expanduser(binary)) is None:
-        problems.append(f"{where}.binary: no executable {binary!r} (on PATH or at that path)")
-    index = os.path.expanduser(str(checked.get("sessions_index", DEFAULT_SESSIONS_INDEX)))
-    try:
-        with open(index, encoding="utf-8") as handle:
-            parsed = json.load(handle)
-    except (OSError, ValueError) as exc:
-        problems.append(f"{where}.sessions_index: cannot read {index}: {exc}")
-        return
-    if not isinstance(parsed, dict):
-        problems.append(f"{where}.sessions_index: {index} must hold a JSON object")
 
 
 def _build_jobs(raw: object, problems: list[str]) -> tuple[JobEntry, ...]:
@@ -383,7 +280,7 @@ def _build_jobs(raw: object, problems: list[str]) -> tuple[JobEntry, ...]:
     entries: dict[str, JobEntry] = {}
     for index, item in enumerate(raw):
         where = f"periodic_jobs[{index}]"
-        checked = _check_table(where, item, JOB_SCHEMA, problems)
+        checked = check_table(where, item, JOB_SCHEMA, problems)
         if checked is None:
             continue
         name = checked.get("name")

@@ -7,8 +7,9 @@ from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
+from xworkmate.config.channels import DeliveryChannel
 from xworkmate.config.kernel import CHANNEL_KEYS
-from xworkmate.config.load import Config, DeliveryChannel, PeriodicJob
+from xworkmate.config.load import Config, PeriodicJob
 from xworkmate.lib.durations import format_duration
 
 MASK = "********"
@@ -78,4 +79,9 @@ def effective_config(
         for j in jobs
     ]
     out["from_environment"] = sorted(config.from_env)
+    out["sources"] = {
+        f"{declared.name}.{key}": config.source_of(f"{declared.name}.{key}")
+        for declared in config.declared
+        for key in declared.keys
+    }
     return out
