@@ -14,9 +14,12 @@ shape itself.
 
 from __future__ import annotations
 
+import logging
+import sys
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 from rest_framework import exceptions
@@ -127,4 +130,47 @@ def handler500(request: HttpRequest) -> HttpResponse:
     # Django has logged the exception with its traceback before calling this.
     if not is_api_path(request.path):
         return defaults.server_error(request)
+    # Called inside Django's `except`, so the exception is at hand: a database
+    # outage met before any view (a middleware's query) is a 503 too.
+    if is_database_outage(sys.exc_info()[1]):
+        return database_unavailable(request)
     return api_error_response(request, 500, "INTERNAL_ERROR", "internal server error")
+
+
+# --- a database outage: "retry", not "bug" (D-K22) ---------------------------------------
+
+RETRY_AFTER_SECONDS = 5
+UNAVAILABLE = "UNAVAILABLE"
+logger = logging.getLogger(__name__)
+
+
+def is_database_outage(exc: BaseException | None) -> bool:
+    """The database cannot be reached or stopped answering (connection refused, dropped,
+    a server shutting down, SQLite locked): the request may succeed when retried."""
+    return isinstance(exc, OperationalError | InterfaceError)
+
+
+def database_unavailable(request: HttpRequest) -> JsonResponse:
+    """503 with Retry-After, in the error shape of the path (the envelope under /gateway)."""
+    response = api_error_response(
+        request, 503, UNAVAILABLE, "the database is unavailable; retry later"
+    )
+    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response
+
+
+class DatabaseOutageMiddleware:
+    """Answers an API request whose view met a database outage with a 503 (D-K22)."""
+
+    def __init__(self, get_response: Any) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response: HttpResponse = self.get_response(request)
+        return response
+
+    def process_exception(self, request: HttpRequest, exc: Exception) -> HttpResponse | None:
+        if not is_api_path(request.path) or not is_database_outage(exc):
+            return None  # Django's own handling (and handler500) applies
+        logger.warning("database unavailable for %s %s: %s", request.method, request.path, exc)
+        return database_unavailable(request)

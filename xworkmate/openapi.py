@@ -34,6 +34,7 @@ _CODES: dict[int, tuple[str, ...]] = {
     411: ("INVALID_REQUEST",),
     415: ("INVALID_REQUEST",),
     500: ("INTERNAL_ERROR",),
+    503: ("UNAVAILABLE",),
 }
 
 _DESCRIPTIONS: dict[int, str] = {
@@ -46,6 +47,7 @@ _DESCRIPTIONS: dict[int, str] = {
     ),
     415: "a request body that is not `application/json`",
     500: "a server error (logged with its traceback)",
+    503: "the database is unavailable: retry after the `Retry-After` seconds (D-K22)",
 }
 
 # What any request may be refused for besides its own rules; added to each 400.
@@ -79,7 +81,7 @@ def _responses(
     statuses: Mapping[int, str | tuple[str, tuple[str, ...]]], *, envelope: bool
 ) -> dict[int, OpenApiResponse]:
     answers: dict[int, OpenApiResponse] = {}
-    for status, note in {**dict.fromkeys((401, 500), ""), **statuses}.items():
+    for status, note in {**dict.fromkeys((401, 500, 503), ""), **statuses}.items():
         text, codes = (note, _CODES[status]) if isinstance(note, str) else note
         description = text or _DESCRIPTIONS[status]
         if status == 400:
@@ -93,7 +95,7 @@ def _responses(
 def api_error_responses(
     statuses: Mapping[int, str | tuple[str, tuple[str, ...]]],
 ) -> dict[int, OpenApiResponse]:
-    """The REST error answers of an operation: 401 and 500 always, plus ``statuses``.
+    """The REST error answers of an operation: 401, 500 and 503 always, plus ``statuses``.
 
     Each status maps to its description ("" for the standard one), or to
     (description, codes) when its code is not the usual one.

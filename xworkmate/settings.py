@@ -59,6 +59,8 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "xworkmate.middleware.UserLanguageMiddleware",
+    # A view that meets a database outage answers 503 + Retry-After (D-K22).
+    "xworkmate.api_errors.DatabaseOutageMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, as django-axes asks: it turns a refused admin sign-in into the lockout page.
