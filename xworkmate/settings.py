@@ -187,6 +187,7 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --- Celery -----------------------------------------------------------------
+BROKER_SOCKET_TIMEOUT = 5.0
 CELERY_BROKER_URL = XWORKMATE.broker_url
 if CELERY_BROKER_URL.startswith("filesystem://"):
     # Each message whole or not at all: kombu's own file transport lets a worker
@@ -204,6 +205,15 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
     }
 else:
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+    if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+        # A Redis that hangs instead of refusing must not hang whoever talks to it:
+        # every socket operation gives up after BROKER_SOCKET_TIMEOUT (D-K23).
+        CELERY_BROKER_TRANSPORT_OPTIONS |= {
+            "socket_timeout": BROKER_SOCKET_TIMEOUT,
+            "socket_connect_timeout": BROKER_SOCKET_TIMEOUT,
+        }
+# Connecting to any broker is bounded too (seconds).
+CELERY_BROKER_CONNECTION_TIMEOUT = BROKER_SOCKET_TIMEOUT
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_RESULT_BACKEND = None

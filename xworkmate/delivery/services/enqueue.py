@@ -83,13 +83,22 @@ def outbox_enqueue(
     return message
 
 
+# One retry after 0.2 s: a broker that is down stays down for longer than a request
+# should wait, and what is not queued now the dispatch job sends.
+PUBLISH_RETRY = {"max_retries": 1, "interval_start": 0.2, "interval_step": 0, "interval_max": 0.2}
+
+
 def _ask_a_worker(message_id: int) -> None:
     from celery import current_app
 
     # By name: the task module imports this one. A lost message is no loss:
     # the dispatch job sends what no worker started within the grace.
     try:
-        current_app.send_task(DELIVER_TASK, args=[message_id])
+        # Bounded: one quick retry, then the request goes on (D-K23); the broker's
+        # socket timeouts bound each try (settings).
+        current_app.send_task(
+            DELIVER_TASK, args=[message_id], retry=True, retry_policy=PUBLISH_RETRY
+        )
     except Exception:  # the broker is down: the dispatch job will send it
         logger.warning(
             "could not queue message %s; the dispatch job will send it", message_id, exc_info=True

@@ -1,0 +1,98 @@
+"""D-K23: a Redis that hangs (SIGSTOP) instead of refusing holds up no request.
+
+The test starts its own redis-server on a free port and freezes only that one,
+by its PID; the machine's shared Redis is never touched.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from celery import Celery
+from django.conf import settings as django_settings
+
+from tests.conftest import free_port
+from xworkmate.delivery.services import enqueue
+from xworkmate.health import check_broker
+
+# Generous: the bound is the broker's socket timeout; a call that hangs never returns.
+CEILING_SECONDS = 60
+
+
+@pytest.fixture
+def frozen_redis(tmp_path: Any) -> Iterator[str]:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.fail("redis-server is needed for this test")
+    port = free_port()
+    process = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         "--dir", str(tmp_path)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while subprocess.run(
+            ["redis-cli", "-p", str(port), "ping"], capture_output=True, check=False
+        ).stdout.strip() != b"PONG":
+            if time.monotonic() > deadline:
+                pytest.fail("the test's own redis-server did not start")
+            time.sleep(0.1)
+        os.kill(process.pid, signal.SIGSTOP)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        os.kill(process.pid, signal.SIGCONT)
+        process.terminate()
+        process.wait(timeout=20)
+
+
+def _returns(call: Any) -> tuple[bool, Any]:
+    """Run `call` in a thread; (whether it returned before the ceiling, its result)."""
+    result: list[Any] = []
+    thread = threading.Thread(target=lambda: result.append(call()), daemon=True)
+    thread.start()
+    thread.join(timeout=CEILING_SECONDS)
+    return (not thread.is_alive(), result[0] if result else None)
+
+
+def test_the_health_check_reports_a_frozen_broker_as_down(settings, frozen_redis):
+    settings.CELERY_BROKER_URL = frozen_redis
+    settings.CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": 3600, "socket_timeout": 5.0, "socket_connect_timeout": 5.0,
+    }
+    returned, answer = _returns(check_broker)
+    assert returned
+    assert answer["status"] == "down" and answer["transport"] == "redis"
+
+
+def test_publishing_to_a_frozen_broker_gives_up_and_leaves_the_message_to_dispatch(
+    frozen_redis, caplog
+):
+    app = Celery("frozen-redis-test", broker=frozen_redis, set_as_current=False)
+    app.conf.broker_transport_options = {
+        key: value
+        for key, value in django_settings.CELERY_BROKER_TRANSPORT_OPTIONS.items()
+        if key in ("socket_timeout", "socket_connect_timeout")
+    } or {"socket_timeout": 5.0, "socket_connect_timeout": 5.0}
+    app.conf.broker_connection_timeout = django_settings.CELERY_BROKER_CONNECTION_TIMEOUT
+
+    def publish() -> None:
+        app.set_current()  # the current app is the thread's own
+        enqueue._ask_a_worker(4242)
+
+    try:
+        with caplog.at_level(logging.WARNING, logger="xworkmate.delivery.services"):
+            returned, _ = _returns(publish)
+    finally:
+        app.close()
+    assert returned
+    assert "could not queue message 4242; the dispatch job will send it" in caplog.text
