@@ -6,6 +6,7 @@ URLs, secrets or error texts from other parts. HTTP 503 when something is down.
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -22,6 +23,7 @@ from xworkmate.config import ConfigError
 from xworkmate.delivery.selectors import outbox_summary
 from xworkmate.periodic import configured_jobs, job_health
 from xworkmate.selectors import periodic_job_states
+from xworkmate.supervisor import STATE_FILE
 
 BROKER_TIMEOUT_SECONDS = 3
 
@@ -114,6 +116,17 @@ def _iso(value: Any) -> str | None:
     return value.isoformat() if value is not None else None
 
 
+def supervised_processes() -> dict[str, Any] | None:
+    """What `xworkmate run` reports of its children (restarts, last exit codes, D-K24);
+    None when the service was not started by it (the production units)."""
+    try:
+        state = json.loads((settings.HOME / STATE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    children = state.get("children") if isinstance(state, dict) else None
+    return children if isinstance(children, dict) else None
+
+
 @never_cache
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
@@ -143,4 +156,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
         "periodic_jobs": jobs,
         "outbox": outbox,
     }
+    processes = supervised_processes()
+    if processes is not None:
+        body["processes"] = processes
     return JsonResponse(body, status=503 if down else 200)

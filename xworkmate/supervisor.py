@@ -3,12 +3,17 @@
 Each child gets its own session so a terminal's Ctrl-C reaches only this
 supervisor, which then stops the children in order (web first, so no new
 work arrives; then beat; the worker last, so it finishes what it holds).
-If any child dies on its own, the others are stopped too and the exit code
-says so: a half-running service is worse than a stopped one.
+A worker or beat that dies on its own is started again after a pause that
+doubles with each death in a row (1 s up to 60 s; a child that ran for 10
+minutes starts the count afresh), each restart logged and counted in
+`<data home>/supervisor.json`, which /healthz shows (D-K24). If the web server
+dies, the others are stopped and the exit code says so: gunicorn already
+restarts its own workers, and a master that is gone usually means its port is.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -19,6 +24,13 @@ from pathlib import Path
 from types import FrameType
 
 STOP_TIMEOUT_SECONDS = 20.0
+# The children started again when they die; the web server is not (see above).
+RESTARTED = ("worker", "beat")
+FIRST_RESTART_DELAY = 1.0
+MAX_RESTART_DELAY = 60.0
+# A child that ran this long before dying counts as healthy: its backoff resets.
+HEALTHY_RUN_SECONDS = 600.0
+STATE_FILE = "supervisor.json"
 MAX_AUTO_WEB_WORKERS = 12
 CONTROL_SOCKET = "gunicorn.ctl"
 # gunicorn's sync worker, its own refusals (a request line too long...) in JSON (D-K15).
@@ -111,30 +123,48 @@ def commands(
     }
 
 
+def restart_delay(deaths_in_a_row: int) -> float:
+    """Seconds to wait before the n-th restart in a row (1, 2, 4, ... at most 60)."""
+    return float(min(MAX_RESTART_DELAY, FIRST_RESTART_DELAY * 2 ** max(0, deaths_in_a_row - 1)))
+
+
 class Supervisor:
-    def __init__(self, cmds: Mapping[str, list[str]], env: Mapping[str, str]) -> None:
+    def __init__(
+        self, cmds: Mapping[str, list[str]], env: Mapping[str, str], *, home: Path | None = None
+    ) -> None:
         self.cmds = cmds
         self.env = dict(env)
         self.children: dict[str, subprocess.Popen[bytes]] = {}
         self.stop_requested = False
+        self.state_file = None if home is None else home / STATE_FILE
+        self.started_at: dict[str, float] = {}
+        self.deaths_in_a_row: dict[str, int] = dict.fromkeys(cmds, 0)
+        self.restarts: dict[str, int] = dict.fromkeys(cmds, 0)
+        self.due: dict[str, float] = {}  # child -> when it is started again
+        self.last_exit: dict[str, int] = {}
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self.stop_requested = True
 
+    def _start(self, name: str) -> None:
+        # Our own fixed argv (sys.executable -m ...), not user input.
+        self.children[name] = subprocess.Popen(  # noqa: S603
+            self.cmds[name], env=self.env, start_new_session=True
+        )
+        self.started_at[name] = time.monotonic()
+        print(f"xworkmate: started {name} (pid {self.children[name].pid})", flush=True)
+
     def run(self) -> int:
         signal.signal(signal.SIGINT, self._on_signal)
         signal.signal(signal.SIGTERM, self._on_signal)
-        for name, cmd in self.cmds.items():
-            # Our own fixed argv (sys.executable -m ...), not user input.
-            self.children[name] = subprocess.Popen(  # noqa: S603
-                cmd, env=self.env, start_new_session=True
-            )
-            print(f"xworkmate: started {name} (pid {self.children[name].pid})", flush=True)
+        for name in self.cmds:
+            self._start(name)
+        self._write_state()
         failed: str | None = None
         parent = os.getppid()
         while not self.stop_requested and failed is None:
             time.sleep(0.3)
-            failed = next((n for n, p in self.children.items() if p.poll() is not None), None)
+            failed = self._check_children()
             # If whoever started us (make, a shell) was killed, we were
             # re-parented: stop too rather than leave an orphaned service.
             if os.getppid() != parent:
@@ -145,6 +175,60 @@ class Supervisor:
             print(f"xworkmate: {failed} exited with code {code}; stopping the rest", flush=True)
         self.stop()
         return 1 if failed else 0
+
+    def _check_children(self) -> str | None:
+        """Restart what may be restarted; the name of a child that ends the service."""
+        now = time.monotonic()
+        for name, child in self.children.items():
+            if name in self.due:
+                if now >= self.due[name]:
+                    del self.due[name]
+                    self.restarts[name] += 1
+                    self._start(name)
+                    self._write_state()
+                continue
+            code = child.poll()
+            if code is None:
+                continue
+            if name not in RESTARTED:
+                return name
+            ran = now - self.started_at[name]
+            self.deaths_in_a_row[name] = (
+                1 if ran >= HEALTHY_RUN_SECONDS else self.deaths_in_a_row[name] + 1
+            )
+            delay = restart_delay(self.deaths_in_a_row[name])
+            self.due[name] = now + delay
+            self.last_exit[name] = code
+            print(
+                f"xworkmate: {name} exited with code {code} after {ran:.0f}s; "
+                f"restarting it in {delay:.0f}s",
+                flush=True,
+            )
+            self._write_state()
+        return None
+
+    def _write_state(self) -> None:
+        """What /healthz shows of the children: restarts and the last exit codes."""
+        if self.state_file is None:
+            return
+        state = {
+            "pid": os.getpid(),
+            "children": {
+                name: {
+                    "pid": self.children[name].pid if name in self.children else None,
+                    "running": name not in self.due,
+                    "restarts": self.restarts[name],
+                    **({"last_exit_code": self.last_exit[name]} if name in self.last_exit else {}),
+                }
+                for name in self.cmds
+            },
+        }
+        partial = self.state_file.with_name(f".{STATE_FILE}.partial")
+        try:
+            partial.write_text(json.dumps(state), encoding="utf-8")
+            os.replace(partial, self.state_file)
+        except OSError as exc:  # a full disk must not stop the service
+            print(f"xworkmate: cannot write {self.state_file}: {exc}", flush=True)
 
     def stop(self) -> None:
         for name in ("web", "beat", "worker"):
@@ -159,3 +243,5 @@ class Supervisor:
                 child.kill()
                 child.wait()
             print(f"xworkmate: stopped {name}", flush=True)
+        if self.state_file is not None:
+            self.state_file.unlink(missing_ok=True)

@@ -73,7 +73,7 @@ def test_it_runs_with_the_configured_workers_and_creates_the_workspace_roots(
     started: list[dict[str, list[str]]] = []
 
     class FakeSupervisor:
-        def __init__(self, cmds: dict[str, list[str]], env: Any) -> None:
+        def __init__(self, cmds: dict[str, list[str]], env: Any, **_: Any) -> None:
             started.append(cmds)
 
         def run(self) -> int:

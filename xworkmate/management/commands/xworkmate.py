@@ -257,4 +257,4 @@ class Command(BaseCommand):
             home=settings.HOME,
             workers=workers,
         )
-        return Supervisor(cmds, os.environ).run()
+        return Supervisor(cmds, os.environ, home=settings.HOME).run()
