@@ -13,13 +13,15 @@ restarts its own workers, and a master that is gone usually means its port is.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 
@@ -31,6 +33,7 @@ MAX_RESTART_DELAY = 60.0
 # A child that ran this long before dying counts as healthy: its backoff resets.
 HEALTHY_RUN_SECONDS = 600.0
 STATE_FILE = "supervisor.json"
+RUN_LOCK = "run.lock"
 MAX_AUTO_WEB_WORKERS = 12
 CONTROL_SOCKET = "gunicorn.ctl"
 # gunicorn's sync worker, its own refusals (a request line too long...) in JSON (D-K15).
@@ -121,6 +124,39 @@ def commands(
         ],
         "worker": worker,
     }
+
+
+class AlreadyRunning(RuntimeError):
+    """Another `xworkmate run` holds this data home."""
+
+
+@contextmanager
+def run_lock(home: Path) -> Iterator[None]:
+    """Hold `<home>/run.lock` for the life of one `xworkmate run` (D-K24).
+
+    An advisory lock (flock): the kernel drops it when the process ends, however
+    it ends, so a crash leaves no stale lock. A second run on the same data home
+    is refused in one line, before anything starts.
+    """
+    home.mkdir(parents=True, exist_ok=True)
+    path = home / RUN_LOCK
+    handle = open(path, "a+", encoding="ascii")  # noqa: SIM115 (held for the whole run)
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
+            raise AlreadyRunning(
+                f"another xworkmate run (pid {holder}) is using the data home {home}"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        yield
+    finally:
+        handle.close()
 
 
 def restart_delay(deaths_in_a_row: int) -> float:

@@ -4,6 +4,7 @@ a dead web server stops the service. Real child processes, a real supervisor pro
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -11,9 +12,10 @@ import time
 from pathlib import Path
 
 import pytest
+from django.core.management import CommandError, call_command
 
 from tests.conftest import ROOT
-from xworkmate.supervisor import MAX_RESTART_DELAY, STATE_FILE, restart_delay
+from xworkmate.supervisor import MAX_RESTART_DELAY, STATE_FILE, restart_delay, run_lock
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(120)"]
 
@@ -102,3 +104,35 @@ def test_healthz_shows_the_supervised_processes(client, settings):
     finally:
         state.unlink()
     assert "processes" not in client.get("/healthz").json()
+
+
+def _hold_the_data_home(home: Path) -> subprocess.Popen[str]:
+    script = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from xworkmate.supervisor import run_lock\n"
+        f"with run_lock(Path({str(home)!r})):\n"
+        "    print('held', flush=True)\n"
+        "    time.sleep(120)\n"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    return holder
+
+
+def test_a_second_run_on_the_same_data_home_is_refused_in_one_line(settings, tmp_path):
+    settings.HOME = tmp_path
+    holder = _hold_the_data_home(tmp_path)
+    try:
+        with pytest.raises(CommandError) as refused:
+            call_command("xworkmate", "run", "--port", "8123")
+        assert str(refused.value) == (
+            f"another xworkmate run (pid {holder.pid}) is using the data home {tmp_path}"
+        )
+    finally:
+        holder.kill()  # as kill -9: the kernel drops the lock with the process
+        holder.wait()
+    with run_lock(tmp_path):
+        assert (tmp_path / "run.lock").read_text() == str(os.getpid())

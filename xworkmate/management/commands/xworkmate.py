@@ -30,7 +30,7 @@ from xworkmate.models import ApiKey
 from xworkmate.periodic import configured_jobs, periodic_job_problems
 from xworkmate.policies import SCOPES
 from xworkmate.services import ApiKeyError, KeyBinding, api_key_create, api_key_revoke
-from xworkmate.supervisor import Supervisor, commands, web_workers
+from xworkmate.supervisor import AlreadyRunning, Supervisor, commands, run_lock, web_workers
 
 PORT_ENV = "XWORKMATE_PORT"
 
@@ -225,6 +225,13 @@ class Command(BaseCommand):
             self.stdout.write(result.api_key_token)
 
     def _run(self, port: int | None) -> int:
+        try:
+            with run_lock(settings.HOME):
+                return self._run_holding_the_data_home(port)
+        except AlreadyRunning as exc:
+            raise CommandError(str(exc)) from exc
+
+    def _run_holding_the_data_home(self, port: int | None) -> int:
         if port is None:
             raw = os.environ.get(PORT_ENV, "8000")
             if not raw.isdigit() or not 0 < int(raw) < 65536:
