@@ -75,8 +75,11 @@ def test_the_health_check_reports_a_frozen_broker_as_down(settings, frozen_redis
 
 
 def test_publishing_to_a_frozen_broker_gives_up_and_leaves_the_message_to_dispatch(
-    frozen_redis, caplog
+    frozen_redis, caplog, monkeypatch
 ):
+    # Celery prefers CELERY_BROKER_URL from the environment to the app's own
+    # broker; the integration run sets it to the shared Redis.
+    monkeypatch.delenv("CELERY_BROKER_URL", raising=False)
     app = Celery("frozen-redis-test", broker=frozen_redis, set_as_current=False)
     app.conf.broker_transport_options = {
         key: value
@@ -95,4 +98,5 @@ def test_publishing_to_a_frozen_broker_gives_up_and_leaves_the_message_to_dispat
     finally:
         app.close()
     assert returned
+    # The frozen broker was the one asked: the publish gave up, nothing was sent.
     assert "could not queue message 4242; the dispatch job will send it" in caplog.text
