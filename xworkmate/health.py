@@ -22,7 +22,7 @@ from kombu.exceptions import OperationalError
 from xworkmate.config import ConfigError
 from xworkmate.delivery.selectors import outbox_summary
 from xworkmate.periodic import configured_jobs, job_health
-from xworkmate.selectors import periodic_job_states
+from xworkmate.selectors import beat_lease, periodic_job_states
 from xworkmate.supervisor import STATE_FILE
 
 BROKER_TIMEOUT_SECONDS = 3
@@ -137,6 +137,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
     # Informative, never "down": a message waiting long is the bridge's or the
     # receiver's problem, shown here so a monitor can alert on its age.
     outbox: dict[str, Any] = {}
+    beat: dict[str, str] | None = None
     down = database["status"] != "ok" or broker["status"] != "ok"
     if database["status"] == "ok":
         try:
@@ -148,6 +149,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
         else:
             down = down or any(j["status"] in ("stale", "unscheduled") for j in jobs.values())
         outbox = outbox_summary(now)
+        beat = beat_lease()
     body = {
         "status": "down" if down else "ok",
         "checked_at": now.isoformat(),
@@ -156,6 +158,8 @@ def healthz(request: HttpRequest) -> JsonResponse:
         "periodic_jobs": jobs,
         "outbox": outbox,
     }
+    if beat is not None:
+        body["beat_lease"] = beat
     processes = supervised_processes()
     if processes is not None:
         body["processes"] = processes

@@ -98,3 +98,31 @@ class UserPreference(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user}: {self.language}"
+
+
+class BeatLease(models.Model):
+    """Which beat process may send the periodic jobs (D-K25): one row, held until it expires.
+
+    The holder renews it well before `expires_at`; another beat takes it only
+    once it has expired, so a dead holder is replaced within one lease period.
+    """
+
+    name = models.CharField(max_length=32, unique=True)
+    holder = models.CharField(max_length=200)
+    acquired_at = models.DateTimeField()
+    renewed_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        verbose_name = _("beat lease")
+        verbose_name_plural = _("beat leases")
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(renewed_at__gte=models.F("acquired_at"))
+                & models.Q(expires_at__gt=models.F("renewed_at")),
+                name="beat_lease_times_in_order",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.holder}"

@@ -22,6 +22,10 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import logging
+import os
+import socket
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -32,6 +36,8 @@ from celery.signals import beat_init
 
 from xworkmate.beat_cron import beat_crontab
 from xworkmate.config import Config, ConfigError, PeriodicJob, merge_jobs
+
+logger = logging.getLogger(__name__)
 
 RUNNER_TASK = "xworkmate.run_periodic_job"
 # The message header that marks a task run as a tick of a periodic job.
@@ -193,6 +199,56 @@ class ConfiguredScheduler(PersistentScheduler):
         django.setup()
         self.app.conf.beat_schedule = beat_schedule(configured_jobs())
         super().setup_schedule()
+
+    # --- one beat per deployment (D-K25) -------------------------------------------------
+
+    _holder: str | None = None
+    _holding: bool | None = None  # as last logged: True, False, or not yet known
+
+    def tick(self, *args: Any, **kwargs: Any) -> float:
+        """Send what is due only while this beat holds the lease; renew it every third."""
+        lease = self._lease_period()
+        if not self._hold_lease(lease):
+            return lease / 3
+        return float(min(super().tick(*args, **kwargs), lease / 3))
+
+    def _lease_period(self) -> float:
+        from django.conf import settings
+
+        from xworkmate.config.kernel import SERVICE
+
+        return SERVICE.of(settings.XWORKMATE).beat_lease.total_seconds()
+
+    def _hold_lease(self, seconds: float) -> bool:
+        from datetime import timedelta
+
+        from django.db import DatabaseError, close_old_connections
+        from django.utils import timezone
+
+        from xworkmate.services import beat_lease_hold
+
+        if self._holder is None:
+            self._holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        close_old_connections()  # beat sleeps between ticks; a connection may have died
+        try:
+            holding = beat_lease_hold(
+                holder=self._holder, now=timezone.now(), period=timedelta(seconds=seconds)
+            )
+        except DatabaseError as exc:
+            # Unsure who holds it: send nothing (the holder, if any, still does).
+            logger.warning("beat: cannot reach the database for the lease: %s", exc)
+            holding = False
+        if holding != self._holding:
+            if holding:
+                logger.info("beat: %s holds the beat lease; sends the periodic jobs", self._holder)
+            else:
+                logger.warning(
+                    "beat: another beat holds the beat lease; %s stands by and takes over "
+                    "when it expires",
+                    self._holder,
+                )
+            self._holding = holding
+        return holding
 
 
 @beat_init.connect

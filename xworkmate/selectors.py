@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from xworkmate.models import ApiKey, PeriodicJobState
+from xworkmate.models import ApiKey, BeatLease, PeriodicJobState
 
 
 def hash_api_key(raw: str) -> str:
@@ -20,3 +20,11 @@ def api_key_for_token(raw: str) -> ApiKey | None:
 
 def periodic_job_states() -> dict[str, PeriodicJobState]:
     return {state.name: state for state in PeriodicJobState.objects.all()}
+
+
+def beat_lease() -> dict[str, str] | None:
+    """Which beat holds the lease, and until when (D-K25); None before any beat ran."""
+    lease = BeatLease.objects.filter(name="beat").first()
+    if lease is None:
+        return None
+    return {"holder": lease.holder, "expires_at": lease.expires_at.isoformat()}

@@ -6,7 +6,7 @@ import re
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, User
@@ -15,7 +15,7 @@ from django.db.models import F, Q
 
 from xworkmate.config import PeriodicJob
 from xworkmate.lib.jstext import KEY_MAX_LENGTH, check_max_length, js_trim
-from xworkmate.models import ApiKey, PeriodicJobState, UserPreference
+from xworkmate.models import ApiKey, BeatLease, PeriodicJobState, UserPreference
 from xworkmate.policies import LAST_USED_RESOLUTION, SCOPES
 from xworkmate.selectors import hash_api_key
 
@@ -171,3 +171,36 @@ def user_set_language(*, user: AbstractBaseUser, language: str) -> None:
     if language not in known:
         raise ValueError(f"language: must be one of {', '.join(known)} (got {language!r})")
     UserPreference.objects.update_or_create(user=user, defaults={"language": language})
+
+
+BEAT_LEASE = "beat"
+
+
+def beat_lease_hold(*, holder: str, now: datetime, period: timedelta) -> bool:
+    """Take or renew the beat lease for `holder`; whether it holds it now (D-K25).
+
+    One conditional UPDATE decides: the row is this holder's, or its lease
+    has expired. Two beats racing for an expired lease both run it; the
+    database applies one after the other and the second finds it no longer
+    expired (the first renewed it), so exactly one wins.
+    """
+    expires = now + period
+    with transaction.atomic():
+        try:
+            with transaction.atomic():
+                BeatLease.objects.create(
+                    name=BEAT_LEASE, holder=holder, acquired_at=now, renewed_at=now,
+                    expires_at=expires,
+                )
+            return True
+        except IntegrityError:
+            pass  # the row exists: take it over or renew it below
+        renewed = BeatLease.objects.filter(name=BEAT_LEASE, holder=holder).update(
+            renewed_at=now, expires_at=expires
+        )
+        if renewed:
+            return True
+        taken = BeatLease.objects.filter(name=BEAT_LEASE, expires_at__lte=now).update(
+            holder=holder, acquired_at=now, renewed_at=now, expires_at=expires
+        )
+        return bool(taken)

@@ -41,6 +41,7 @@ EXPECTED_DEFAULTS = {
     ("service", "secret_key"): "",
     ("service", "admin_username"): "admin",
     ("service", "web_workers"): 0,
+    ("service", "beat_lease"): timedelta(seconds=30),
     ("admin", "login_failure_limit"): 5,
     ("admin", "login_cooloff"): timedelta(minutes=15),
     ("admin", "client_ip_header"): "REMOTE_ADDR",

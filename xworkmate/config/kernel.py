@@ -80,6 +80,15 @@ def _check_client_ip_header(value: object) -> str:
     return text
 
 
+def _check_beat_lease(value: object) -> timedelta:
+    # Renewed every third of the period: a few seconds at least, so one slow
+    # renewal does not hand the lease over.
+    duration = check_duration(value)
+    if duration < timedelta(seconds=6):
+        raise ValueError(f"must be at least 6s (got {show_value(value)})")
+    return duration
+
+
 def _check_cron(value: object) -> str:
     text = check_nonempty_str(value)
     # Celery beat runs these jobs, so its own parser is the judge of what it accepts.
@@ -120,6 +129,7 @@ class ServiceConf:
     secret_key: str
     admin_username: str
     web_workers: int
+    beat_lease: timedelta
 
 
 SERVICE = Section(
@@ -140,6 +150,11 @@ SERVICE = Section(
             0,
             int_at_least(0),
             doc="gunicorn workers of `make run`; 0 = 2 x CPUs + 1, at most 12",
+        ),
+        "beat_lease": Key(
+            timedelta(seconds=30),
+            _check_beat_lease,
+            doc="how long a beat holds the lease it renews; another beat takes over after it",
         ),
     },
 )
