@@ -89,13 +89,17 @@ class CeleryProcesses:
             "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
         }
 
-    def start(self, role: str, config_text: str = "") -> subprocess.Popen[bytes]:
+    def start(
+        self, role: str, config_text: str = "", *, name: str | None = None
+    ) -> subprocess.Popen[bytes]:
+        """Start `role`; `name` (default: the role) names its log and beat schedule files."""
+        name = name or role
         args = [sys.executable, "-m", "celery", "-A", "xworkmate.celery", role, "--loglevel", "INFO"]
         if role == "worker":
             args += ["--concurrency", "2", "--hostname", f"test-{os.getpid()}@%h"]
         else:
-            args += ["--schedule", str(self.tmp_path / "beat-schedule")]
-        log = (self.tmp_path / f"{role}.log").open("wb")
+            args += ["--schedule", str(self.tmp_path / f"{name}-schedule")]
+        log = (self.tmp_path / f"{name}.log").open("wb")
         proc = subprocess.Popen(args, env=self.env(config_text), cwd=ROOT, stdout=log, stderr=log)
         self.procs.append(proc)
         return proc
