@@ -179,28 +179,29 @@ BEAT_LEASE = "beat"
 def beat_lease_hold(*, holder: str, now: datetime, period: timedelta) -> bool:
     """Take or renew the beat lease for `holder`; whether it holds it now (D-K25).
 
-    One conditional UPDATE decides: the row is this holder's, or its lease
-    has expired. Two beats racing for an expired lease both run it; the
-    database applies one after the other and the second finds it no longer
-    expired (the first renewed it), so exactly one wins.
+    A conditional UPDATE decides: the row is this holder's (renewed), or its
+    lease has expired (taken over). Two beats racing for an expired lease both
+    run the UPDATE; the database applies one after the other and the second
+    finds it no longer expired, so exactly one wins. The row is created by the
+    first beat ever; a beat that loses that race finds it held.
     """
     expires = now + period
+    lease = BeatLease.objects.filter(name=BEAT_LEASE)
     with transaction.atomic():
+        if lease.filter(holder=holder).update(renewed_at=now, expires_at=expires):
+            return True
+        if lease.filter(expires_at__lte=now).update(
+            holder=holder, acquired_at=now, renewed_at=now, expires_at=expires
+        ):
+            return True
+        if lease.exists():
+            return False  # another beat holds it
         try:
             with transaction.atomic():
                 BeatLease.objects.create(
                     name=BEAT_LEASE, holder=holder, acquired_at=now, renewed_at=now,
                     expires_at=expires,
                 )
-            return True
         except IntegrityError:
-            pass  # the row exists: take it over or renew it below
-        renewed = BeatLease.objects.filter(name=BEAT_LEASE, holder=holder).update(
-            renewed_at=now, expires_at=expires
-        )
-        if renewed:
-            return True
-        taken = BeatLease.objects.filter(name=BEAT_LEASE, expires_at__lte=now).update(
-            holder=holder, acquired_at=now, renewed_at=now, expires_at=expires
-        )
-        return bool(taken)
+            return False  # another beat created it first
+        return True
