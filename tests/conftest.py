@@ -52,16 +52,15 @@ ROOT = Path(__file__).resolve().parent.parent
 def configure(settings: Any, section: str, **values: Any) -> None:
     """Set config values of one section for this test, as the config file would."""
     config = settings.XWORKMATE
-    all_values = {name: dict(keys) for name, keys in config.values.items()}
-    all_values[section].update(values)
-    # The typed section (xworkmate.config.Section) is what the code reads.
+    # The typed section (xworkmate.config.Section) is what the code reads; a
+    # name that is not one of its keys changes nothing, as before.
     typed = config.sections[section]
     known = {f.name for f in dataclasses.fields(typed)}
     sections = {
         **config.sections,
         section: dataclasses.replace(typed, **{k: v for k, v in values.items() if k in known}),
     }
-    settings.XWORKMATE = dataclasses.replace(config, values=all_values, sections=sections)
+    settings.XWORKMATE = dataclasses.replace(config, sections=sections)
 
 
 def free_port() -> int:

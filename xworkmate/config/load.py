@@ -22,7 +22,7 @@ import os
 import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -90,7 +90,6 @@ class Config:
 
     source: str  # the file read, or "built-in defaults"
     home: Path
-    values: Mapping[str, Mapping[str, Any]]
     # section name -> the typed object of its Section (Section.of reads it)
     sections: Mapping[str, object] = field(default_factory=dict)
     # the sections it was checked against, in the file's order
@@ -110,17 +109,26 @@ class Config:
             return "file"
         return "environment" if name in self.from_env else "default"
 
+    @property
+    def values(self) -> dict[str, dict[str, Any]]:
+        """Every section's values by key, read off the typed sections (their one home)."""
+        return {
+            name: {f.name: getattr(typed, f.name) for f in fields(typed)}  # type: ignore[arg-type]
+            for name, typed in self.sections.items()
+        }
+
     def value(self, section: str, key: str) -> Any:
         """One value by its section and key, for code that walks the keys (the
         show command, the tests); the apps read their typed section instead."""
-        return self.values[section][key]
+        return getattr(self.sections[section], key)
 
     def read(self, key: Key) -> Any:
-        """The value of a key the kernel owns but an app's section holds (kernel.SHARED_KEYS)."""
+        """The value of a key the kernel owns but an app's section holds
+        (kernel.REQUEST_BODY_LIMIT, kernel.UNKNOWN_COOLDOWN)."""
         for section in self.declared:
             for name, declared in section.keys.items():
                 if declared is key:
-                    return self.values[section.name][name]
+                    return self.value(section.name, name)
         raise LookupError(f"no section of this config holds {key.doc!r}")
 
     @property
@@ -262,7 +270,6 @@ def _build(
     return Config(
         source=source,
         home=home,
-        values=values,
         sections={s.name: s.build(values[s.name]) for s in declared},
         declared=declared,
         delivery_channels=channels,
