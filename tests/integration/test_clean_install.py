@@ -16,6 +16,7 @@ import subprocess
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 
@@ -58,7 +59,8 @@ def fresh_venv(tmp_path: Path) -> Path:
     return venv / "bin"
 
 
-def _health(base: str) -> dict[str, object] | None:
+def _health(base: str) -> Any:
+    """/healthz's JSON (its 503 too), or None while nothing answers."""
     try:
         with urllib.request.urlopen(base + "/healthz", timeout=5) as answer:
             return json.loads(answer.read())
