@@ -102,3 +102,33 @@ def own_redis(directory: Path) -> Iterator[OwnRedis]:
         yield server
     finally:
         server.stop()
+
+
+@contextlib.contextmanager
+def publishing_to(broker_url: str) -> Iterator[None]:
+    """This process's publishes (an outbox's ask after commit) go to `broker_url`.
+
+    A Celery app with the service's broker options, on the test's own Redis,
+    is the current app for the block. Celery prefers CELERY_BROKER_URL from the
+    environment to an app's own broker, and the integration run exports the
+    shared Redis there: it is taken out for the block.
+    """
+    from celery import Celery
+
+    import xworkmate.celery
+
+    saved = os.environ.pop("CELERY_BROKER_URL", None)
+    from django.conf import settings
+
+    # What a publish reads of the service's settings (the broker's bounds, D-K23).
+    app = Celery("own-redis", broker=broker_url, set_as_current=False)
+    app.conf.broker_transport_options = settings.CELERY_BROKER_TRANSPORT_OPTIONS
+    app.conf.broker_connection_timeout = settings.CELERY_BROKER_CONNECTION_TIMEOUT
+    app.set_current()
+    try:
+        yield
+    finally:
+        xworkmate.celery.app.set_current()
+        app.close()
+        if saved is not None:
+            os.environ["CELERY_BROKER_URL"] = saved
