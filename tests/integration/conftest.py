@@ -71,10 +71,14 @@ def wait_for(predicate: Callable[[], object], *, timeout: float, what: str) -> o
 
 
 class CeleryProcesses:
-    """Start `celery worker` / `celery beat` as separate processes on the test database."""
+    """Start `celery worker` / `celery beat` as separate processes on the test database.
 
-    def __init__(self, tmp_path: Path) -> None:
+    They use the run's broker, or `broker_url` (a fault test's own Redis).
+    """
+
+    def __init__(self, tmp_path: Path, *, broker_url: str | None = None) -> None:
         self.tmp_path = tmp_path
+        self.broker_url = broker_url
         self.procs: list[subprocess.Popen[bytes]] = []
 
     def env(self, config_text: str) -> dict[str, str]:
@@ -86,7 +90,7 @@ class CeleryProcesses:
             "XWORKMATE_CONFIG": str(config),
             "XWORKMATE_HOME": str(self.tmp_path / "home"),
             "DATABASE_URL": database_url(),
-            "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+            "CELERY_BROKER_URL": self.broker_url or settings.CELERY_BROKER_URL,
         }
 
     def start(
@@ -127,17 +131,28 @@ def celery_processes(real_services: None, tmp_path: Path) -> Iterator[CeleryProc
 
 
 @contextlib.contextmanager
-def running_gunicorn(tmp_path: Path, config_text: str, *, workers: int) -> Iterator[str]:
+def running_gunicorn(
+    tmp_path: Path,
+    config_text: str,
+    *,
+    workers: int,
+    broker_url: str | None = None,
+    db_url: str | None = None,
+) -> Iterator[str]:
     """gunicorn serving the service on PostgreSQL with `config_text`; yields its base URL.
 
-    Its log is tmp_path / "gunicorn.log"; it stops when the block ends.
+    It uses the test database and the run's broker, or `db_url` and
+    `broker_url` (a fault test's own cluster or Redis). Its log is
+    tmp_path / "gunicorn.log"; it stops when the block ends.
     """
     config = tmp_path / "xworkmate.toml"
     config.write_text(config_text, encoding="utf-8")
     port = free_port()
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "xworkmate.settings",
            "XWORKMATE_CONFIG": str(config), "XWORKMATE_HOME": str(tmp_path / "home"),
-           "DATABASE_URL": database_url()}
+           "DATABASE_URL": db_url or database_url()}
+    if broker_url is not None:
+        env["CELERY_BROKER_URL"] = broker_url
     with (tmp_path / "gunicorn.log").open("wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "xworkmate.wsgi:application", "--bind",

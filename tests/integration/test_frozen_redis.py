@@ -7,12 +7,7 @@ by its PID; the machine's shared Redis is never touched.
 from __future__ import annotations
 
 import logging
-import os
-import shutil
-import signal
-import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,7 +15,7 @@ import pytest
 from celery import Celery
 from django.conf import settings as django_settings
 
-from tests.conftest import free_port
+from tests.support.own_redis import own_redis
 from xworkmate.delivery.services import enqueue
 from xworkmate.health import check_broker
 
@@ -30,29 +25,10 @@ CEILING_SECONDS = 60
 
 @pytest.fixture
 def frozen_redis(tmp_path: Any) -> Iterator[str]:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.fail("redis-server is needed for this test")
-    port = free_port()
-    process = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", str(tmp_path)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 20
-        while subprocess.run(
-            ["redis-cli", "-p", str(port), "ping"], capture_output=True, check=False
-        ).stdout.strip() != b"PONG":
-            if time.monotonic() > deadline:
-                pytest.fail("the test's own redis-server did not start")
-            time.sleep(0.1)
-        os.kill(process.pid, signal.SIGSTOP)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        os.kill(process.pid, signal.SIGCONT)
-        process.terminate()
-        process.wait(timeout=20)
+    with own_redis(tmp_path / "redis") as server:
+        server.freeze()
+        yield server.url()
+        # Leaving the block thaws it before stopping it.
 
 
 def _returns(call: Any) -> tuple[bool, Any]:
