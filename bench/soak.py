@@ -24,8 +24,10 @@ from bench._soak import soak
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=30.0)
-    parser.add_argument("--plans", type=int, default=2, help="plans run now in a loop, one thread each")
-    parser.add_argument("--longruns", type=int, default=3, help="long tasks heartbeating, one thread each")
+    parser.add_argument("--plans", type=int, default=2,
+                        help="plans run now in a loop, one thread each")
+    parser.add_argument("--longruns", type=int, default=3,
+                        help="long tasks heartbeating, one thread each")
     parser.add_argument("--keep", type=Path, default=None,
                         help="keep the data home and the run's log in this folder")
     args = parser.parse_args(argv)
