@@ -10,10 +10,13 @@ does not help, since the reader never asks for it.
 This transport writes the body under a name no consumer matches (a leading
 dot: kombu takes the part after the first dot as `<queue>.msg`), flushes it
 to disk and renames it into place. A rename within a folder is atomic, so a
-consumer sees either no file or the whole message. Everything else is
-kombu's. `use_whole_file_messages()` makes the `filesystem://` scheme mean
-this transport in the process that calls it (settings.py does, so the web
-workers that publish, the workers and beat all use it).
+consumer sees either no file or the whole message. A consumer takes a
+message by renaming it into the broker's own `processed` folder, never by
+kombu's move to the system temp folder, which across filesystems is a copy
+two consumers can interleave. Everything else is kombu's.
+`use_whole_file_messages()` makes the `filesystem://` scheme mean this
+transport in the process that calls it (settings.py does, so the web workers
+that publish, the workers and beat all use it).
 """
 
 from __future__ import annotations
@@ -26,13 +29,20 @@ from typing import Any
 
 from kombu.exceptions import ChannelError
 from kombu.transport import TRANSPORT_ALIASES, filesystem
-from kombu.utils.encoding import str_to_bytes
-from kombu.utils.json import dumps
+from kombu.transport.virtual import Empty
+from kombu.utils.encoding import bytes_to_str, str_to_bytes
+from kombu.utils.json import dumps, loads
 
 TRANSPORT = "xworkmate.filebroker:Transport"
 
 
 class Channel(filesystem.Channel):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # _get renames taken messages into it; settings.py creates it, a bare
+        # Connection (a script, a test) may not have.
+        os.makedirs(self.processed_folder, exist_ok=True)
+
     # kombu's file Channel already names the parameter `payload` where its base
     # says `message`; this keeps kombu's file signature.
     def _put(self, queue: str, payload: dict[str, Any], **kwargs: Any) -> None:  # type: ignore[override]
@@ -51,6 +61,38 @@ class Channel(filesystem.Channel):
             with contextlib.suppress(OSError):  # never created, or already gone
                 os.unlink(partial)
             raise ChannelError(f"Cannot add file {final!r} to directory") from exc
+
+
+    def _get(self, queue: str, timeout: float | None = None) -> Any:
+        """Take the oldest message of `queue`: renamed into the processed folder, read, removed.
+
+        kombu moves the file to the system's temp folder unless it keeps
+        processed messages; on another filesystem (a tmpfs /tmp) that move is a
+        copy and an unlink, so two consumers could both copy one message and one
+        read the file while the other rewrites it. A rename within the broker's
+        own folder is atomic: of two consumers one gets the file and the other
+        an error, and skips it.
+        """
+        wanted = f"{queue}.msg"
+        folder = self.data_folder_in
+        for name in sorted(os.listdir(folder)):
+            # only a whole message of this queue (`<stamp>_<uuid>.<queue>.msg`)
+            if name.partition(".")[2] != wanted:
+                continue
+            taken = os.path.join(self.processed_folder, name)
+            try:
+                os.rename(os.path.join(folder, name), taken)
+            except OSError:  # another consumer took it first
+                continue
+            try:
+                with open(taken, "rb") as handle:
+                    payload = handle.read()
+                if not self.store_processed:
+                    os.remove(taken)
+            except OSError as exc:
+                raise ChannelError(f"Cannot read file {taken!r} from queue.") from exc
+            return loads(bytes_to_str(payload))
+        raise Empty()
 
 
 class Transport(filesystem.Transport):

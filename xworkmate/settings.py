@@ -188,6 +188,8 @@ SPECTACULAR_SETTINGS = {
 
 # --- Celery -----------------------------------------------------------------
 BROKER_SOCKET_TIMEOUT = 5.0
+# Seconds between the file broker's looks at an empty (or held-back) queue (D-K20).
+FILE_BROKER_POLLING_INTERVAL = 0.1
 CELERY_BROKER_URL = XWORKMATE.broker_url
 if CELERY_BROKER_URL.startswith("filesystem://"):
     # Each message whole or not at all: kombu's own file transport lets a worker
@@ -202,6 +204,10 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "processed_folder": str(_folder / "processed"),
         "control_folder": str(_folder / "control"),
         "store_processed": False,
+        # kombu's default (1 s) is also its pause whenever the worker holds its
+        # prefetch: the worker then takes about two tasks a second and the
+        # periodic jobs wait behind the queue. A listdir every 0.1 s is cheap.
+        "polling_interval": FILE_BROKER_POLLING_INTERVAL,
     }
 else:
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}

@@ -98,3 +98,53 @@ def test_a_consumer_racing_a_writer_reads_every_message_whole(tmp_path: Path):
     assert failures == []
     assert sorted(m["n"] for m in received) == list(range(count))
     assert all(m["body"] == body for m in received)
+
+
+def test_a_consumer_takes_messages_through_the_brokers_folder_not_the_temp_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """kombu moves a taken message to the system temp folder (a copy across filesystems);
+    with that folder gone, kombu's consumer skips every message and reads none."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no-such-temp-folder"))
+    folder = tmp_path / "queue"
+    conn, channel = _channel(folder)
+    try:
+        channel._put(QUEUE, {"body": "z"})
+        assert channel._get(QUEUE) == {"body": "z"}
+        assert list(folder.iterdir()) == [] and list((tmp_path / "processed").iterdir()) == []
+    finally:
+        conn.release()
+
+
+def test_two_consumers_racing_take_each_message_exactly_once(tmp_path: Path):
+    folder = tmp_path / "queue"
+    writer_conn, writer = _channel(folder)
+    count = 400
+    for n in range(count):
+        writer._put(QUEUE, {"n": n})
+    taken: list[list[int]] = [[], []]
+    failures: list[BaseException] = []
+
+    def consume(into: list[int]) -> None:
+        conn, channel = _channel(folder)
+        try:
+            while True:
+                try:
+                    into.append(channel._get(QUEUE)["n"])
+                except Empty:
+                    return
+        except Exception as exc:  # noqa: BLE001 (a partial read, a crash: reported below)
+            failures.append(exc)
+        finally:
+            conn.release()
+
+    threads = [threading.Thread(target=consume, args=(into,)) for into in taken]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    writer_conn.release()
+    assert failures == []
+    assert sorted(taken[0] + taken[1]) == list(range(count))
