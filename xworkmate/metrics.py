@@ -230,6 +230,7 @@ class MetricsAccess(BasePermission):
 
 class MetricsView(APIView):
     permission_classes = [MetricsAccess]
+    required_scope = METRICS_READ
     # Not in the OpenAPI schema: Prometheus' text format, not the API's JSON.
     schema = None
 
