@@ -34,10 +34,10 @@ def _scrape(base: str, token: str) -> dict[tuple[str, tuple[tuple[str, str], ...
 
 
 def _requests(got, view: str) -> float:
-    return sum(
+    return float(sum(
         value for (name, labels), value in got.items()
         if name == "xworkmate_http_requests_total" and dict(labels)["view"] == view
-    )
+    ))
 
 
 

@@ -27,7 +27,7 @@ def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     return out
 
 
-def scrape(client) -> dict:
+def scrape(client) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     response = client.get("/metrics")
     assert response.status_code == 200, response.content
     assert response["Content-Type"].startswith("text/plain")
