@@ -43,6 +43,7 @@ def _requests(got, view: str) -> float:
 
 def test_requests_add_up_across_web_workers_and_beat_logs_each_line_once(celery_processes, tmp_path):
     _, token = api_key_create(name="prometheus", scopes=["metrics:read"])
+    celery_processes.start("worker", CONFIG)
     beat = celery_processes.start("beat", CONFIG)
     with running_gunicorn(tmp_path, CONFIG, workers=3) as base:
         # Refused scrapes (no key): a series nothing else touches (the start-up
@@ -72,7 +73,12 @@ def test_requests_add_up_across_web_workers_and_beat_logs_each_line_once(celery_
         assert f":{beat.pid}:" in holder[0]
     celery_processes.stop()
     beat_log = (tmp_path / "beat.log").read_text(errors="replace")
+    worker_log = (tmp_path / "worker.log").read_text(errors="replace")
     service_log = (tmp_path / "home" / "logs" / "xworkmate.log").read_text(errors="replace")
+    # The worker's own lines too: once, at their level.
+    assert "celery.redirected" not in worker_log, worker_log
+    ready = [line for line in worker_log.splitlines() if line.endswith(" ready.")]
+    assert len(ready) == 1 and " INFO celery.apps.worker " in ready[0], worker_log
     for log in (beat_log, service_log):
         assert "celery.redirected" not in log, log
         lease_lines = [line for line in log.splitlines() if "holds the beat lease" in line]
