@@ -13,9 +13,11 @@ class LongrunConfig(AppConfig):
 
     def ready(self) -> None:
         from longrun import services
+        from longrun.metrics import LongrunCollector
         from xworkmate.cards import AdminCard, register_admin_card
         from xworkmate.config import PeriodicJob
         from xworkmate.delivery.outcomes import register_outcome_handler
+        from xworkmate.metrics import register_collector
         from xworkmate.periodic import register_default_job
 
         register_admin_card(
@@ -25,6 +27,8 @@ class LongrunConfig(AppConfig):
                 _("The live board: overdue tasks first, visible progress, failed deliveries"),
             )
         )
+        # Tasks by state and the monitors' due items on /metrics (D-K26).
+        register_collector(LongrunCollector())
         # The task's bookkeeping follows the channel's real answer, in the
         # transaction that records it (D-B10).
         register_outcome_handler(services.PROGRESS_PURPOSE, services.progress_outcome_record)

@@ -12,10 +12,12 @@ class PlansConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from plans.metrics import PlansCollector
         from plans.services import RUN_PURPOSE, run_record_delivery
         from xworkmate.cards import AdminCard, register_admin_card
         from xworkmate.config import PeriodicJob
         from xworkmate.delivery.services import register_outcome_handler
+        from xworkmate.metrics import register_collector
         from xworkmate.periodic import register_default_job
 
         register_admin_card(
@@ -32,6 +34,8 @@ class PlansConfig(AppConfig):
                 _("What a cron, every or at schedule means, and when it fires"),
             )
         )
+        # The scheduler's lag on /metrics, read at each scrape (D-K26).
+        register_collector(PlansCollector())
         # A run's status follows what the channel confirmed (its own issue's rule).
         register_outcome_handler(RUN_PURPOSE, run_record_delivery)
         # D-C1: one tick, at most every 30 s, for every plan.

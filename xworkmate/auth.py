@@ -24,6 +24,7 @@ from rest_framework.exceptions import AuthenticationFailed, PermissionDenied, Va
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
+from xworkmate import logs
 from xworkmate.lib.jstext import js_trim
 from xworkmate.models import ApiKey
 from xworkmate.policies import last_used_is_stale, scope_allows
@@ -167,7 +168,12 @@ class ApiKeyAuthentication(BaseAuthentication):
         # there anything to write (D-K8), so most calls take no write lock.
         if last_used_is_stale(key.last_used_at, now):
             api_key_touch(key=key, now=now)
-        return Caller.for_key(key), key
+        caller = Caller.for_key(key)
+        if caller.is_agent:
+            # An agent key's session and run on the request's log lines (D-K27);
+            # RequestIdMiddleware unbinds them when the request ends.
+            logs.bind(session_key=caller.bound_session, run_id=caller.bound_run)
+        return caller, key
 
     def authenticate_header(self, request: Request) -> str:
         # Present so DRF answers 401 (not 403) to calls without credentials.

@@ -18,7 +18,7 @@ from django.utils import translation
 from xworkmate.config.kernel import SERVICE
 from xworkmate.health import check_broker
 from xworkmate.models import ApiKey
-from xworkmate.policies import SCOPES
+from xworkmate.policies import METRICS_READ, SCOPES
 from xworkmate.services import api_key_create
 
 ADMIN_PASSWORD_ENV = "XWORKMATE_ADMIN_PASSWORD"  # noqa: S105 (a variable name)
@@ -170,7 +170,8 @@ def bootstrap() -> BootstrapResult:
     token: str | None = None
     if not ApiKey.objects.filter(name=LOCAL_KEY_NAME).exists():
         _, token = api_key_create(
-            name=LOCAL_KEY_NAME, scopes=[s for s in SCOPES if s.endswith(":write")]
+            name=LOCAL_KEY_NAME,
+            scopes=[s for s in SCOPES if s.endswith(":write") or s == METRICS_READ],
         )
     roots_created, root_problems = create_workspace_roots()
     return BootstrapResult(

@@ -18,6 +18,8 @@ from typing import Any
 from celery import Celery
 from celery.signals import task_postrun, task_prerun
 
+from xworkmate import logs
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "xworkmate.settings")
 
 app = Celery("xworkmate")
@@ -38,3 +40,20 @@ def _recycle_database_connections(task: Any = None, **_: Any) -> None:
 
     close_old_connections()
 
+
+
+_BOUND: dict[str, list[Any]] = {}
+
+
+@task_prerun.connect
+def _bind_task(task_id: str = "", task: Any = None, **_: Any) -> None:
+    """The task's name and id on each line it logs (D-K27)."""
+    if task is not None and not task.request.is_eager:
+        _BOUND[task_id] = logs.bind(task_name=task.name, task_id=task_id)
+
+
+@task_postrun.connect
+def _unbind_task(task_id: str = "", **_: Any) -> None:
+    tokens = _BOUND.pop(task_id, None)
+    if tokens is not None:
+        logs.unbind(tokens)

@@ -11,7 +11,12 @@ from datetime import datetime, timedelta
 
 # The areas an API key's scopes name (`<area>:read` / `<area>:write`).
 AREAS = ("gateway", "plans", "longrun", "delivery")
-SCOPES = tuple(f"{area}:{level}" for area in AREAS for level in ("read", "write"))
+# Reading the service's metrics (/metrics, D-K26): there is nothing to write.
+METRICS_READ = "metrics:read"
+SCOPES = (
+    *(f"{area}:{level}" for area in AREAS for level in ("read", "write")),
+    METRICS_READ,
+)
 
 # How long a key's last_used_at may lag: we write it at most this often, so a
 # busy bridge does not turn every request into an UPDATE.

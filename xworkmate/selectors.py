@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from datetime import datetime
 
 from xworkmate.models import ApiKey, BeatLease, PeriodicJobState
 
@@ -28,3 +29,9 @@ def beat_lease() -> dict[str, str] | None:
     if lease is None:
         return None
     return {"holder": lease.holder, "expires_at": lease.expires_at.isoformat()}
+
+
+def beat_lease_row() -> tuple[str, datetime] | None:
+    """The lease's holder and expiry (D-K25), for /metrics; None before any beat ran."""
+    lease = BeatLease.objects.filter(name="beat").first()
+    return None if lease is None else (lease.holder, lease.expires_at)

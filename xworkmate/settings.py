@@ -7,6 +7,7 @@ process (web, worker, beat, CLI) starts half-configured.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,11 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 XWORKMATE = load_config()
 HOME = XWORKMATE.home
 ensure_home(HOME)
+# prometheus_client reads this when it is first imported: every process of the
+# service (web workers, worker, beat, commands) loads these settings before,
+# so the request counters of all web workers land in one folder (D-K26).
+os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(HOME / "metrics")
+(HOME / "metrics").mkdir(parents=True, exist_ok=True)
 
 SECRET_KEY = SERVICE.of(XWORKMATE).secret_key or stored_secret(HOME, "django_secret_key")
 DEBUG = bool(SERVICE.of(XWORKMATE).debug)
@@ -49,6 +55,10 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost, so every answer is counted (D-K26) and every log line of the
+    # request carries its id (D-K27).
+    "xworkmate.metrics.RequestMetricsMiddleware",
+    "xworkmate.logs.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Before anything reads the body or answers: chunked bodies, request strings.
     "xworkmate.api_input.ApiInputMiddleware",
@@ -238,17 +248,37 @@ CELERY_DB_REUSE_MAX = 10**9
 CELERY_BEAT_SCHEDULER = "xworkmate.periodic:ConfiguredScheduler"
 CELERY_BEAT_SCHEDULE_FILENAME = str(HOME / "celerybeat-schedule")
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Celery points sys.stdout and sys.stderr at its `celery.redirected` logger in
+# the worker and in beat (beat reads the worker's setting). Django configures
+# LOGGING after that, when the fix-up sets Django up, so the console handler's
+# stream was that logger: each line came out again as `WARNING celery.redirected`.
+# Nothing of the service prints; the handlers write to the real stderr (D-K27).
+CELERY_WORKER_REDIRECT_STDOUTS = False
 
+# Text by default; `service.log_format = "json"` writes one object a line with the
+# request id, session, run and task bound (xworkmate.logs, D-K27).
+_LOG_FORMATTER = "json" if SERVICE.of(XWORKMATE).log_format == "json" else "plain"
 LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "filters": {"context": {"()": "xworkmate.logs.ContextFilter"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "json": {"()": "xworkmate.logs.JsonFormatter"},
+    },
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "plain"},
+        # The real stderr, whatever a process did to sys.stderr (see above).
+        "console": {
+            "class": "logging.StreamHandler",
+            "stream": "ext://sys.__stderr__",
+            "formatter": _LOG_FORMATTER,
+            "filters": ["context"],
+        },
         "file": {
             "class": "logging.handlers.WatchedFileHandler",
             "filename": str(HOME / "logs" / "xworkmate.log"),
-            "formatter": "plain",
+            "formatter": _LOG_FORMATTER,
+            "filters": ["context"],
         },
     },
     "root": {"handlers": ["console", "file"], "level": "INFO"},

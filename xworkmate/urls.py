@@ -10,13 +10,14 @@ from django.contrib import admin
 from django.urls import URLPattern, URLResolver, include, path
 from django.views.generic import RedirectView
 
-from xworkmate import api_errors, dispatch, health, views
+from xworkmate import api_errors, dispatch, health, metrics, views
 from xworkmate.api_docs import SchemaView, api_docs
 from xworkmate.methods import registered_methods
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
     path("healthz", health.healthz, name="healthz"),
+    path("metrics", metrics.MetricsView.as_view(), name="metrics"),
     path("admin/language/", views.set_language, name="xworkmate-set-language"),
     # The apps' pages, some under /admin/, come before the admin's catch-all.
     path("", include("xworkmate.delivery.urls")),

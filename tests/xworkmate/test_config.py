@@ -42,6 +42,8 @@ EXPECTED_DEFAULTS = {
     ("service", "admin_username"): "admin",
     ("service", "web_workers"): 0,
     ("service", "beat_lease"): timedelta(seconds=30),
+    ("service", "metrics_networks"): (),
+    ("service", "log_format"): "text",
     ("admin", "login_failure_limit"): 5,
     ("admin", "login_cooloff"): timedelta(minutes=15),
     ("admin", "client_ip_header"): "REMOTE_ADDR",

@@ -50,8 +50,8 @@ OWN, OWN_RUN = "agent-s", "agent-r"
 SECRET = "VICTIM-SECRET"
 VICTIM_RUN_PARAMS = {"openclawSessionKey": VICTIM, "runId": VICTIM_RUN}
 VICTIM_PARAMS = {**VICTIM_RUN_PARAMS, "appThreadKey": VICTIM_THREAD}
-WRITE_SCOPES = ["gateway:write", "plans:write", "longrun:write", "delivery:write"]
-READ_SCOPES = [scope.replace(":write", ":read") for scope in WRITE_SCOPES]
+WRITE_SCOPES = ["gateway:write", "plans:write", "longrun:write", "delivery:write", "metrics:read"]
+READ_SCOPES = list(dict.fromkeys(scope.replace(":write", ":read") for scope in WRITE_SCOPES))
 
 
 @dataclass(frozen=True)
@@ -103,6 +103,8 @@ DOORS: dict[tuple[str, str], Op | Unguarded] = {
         for method in ("GET", "POST", "PUT", "PATCH", "DELETE")
     },
     ("healthz", "GET"): Unguarded("the liveness probe of the load balancer"),
+    # Prometheus' scrape (D-K26): counts and ages, no session's data.
+    ("metrics", "GET"): Op(write=False, agent=200),
     ("api/schema/", "GET"): Unguarded("the OpenAPI document", docs=True),
     ("api/docs/", "GET"): Unguarded("the OpenAPI page", docs=True),
     ("api/ping", "GET"): Op(write=False, agent=200),

@@ -6,6 +6,7 @@ them in the order the file and ``config --show`` list them.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass
 from datetime import timedelta
@@ -89,6 +90,34 @@ def _check_beat_lease(value: object) -> timedelta:
     return duration
 
 
+LOG_FORMATS = ("text", "json")
+
+
+def _check_log_format(value: object) -> str:
+    text = check_str(value).strip().lower()
+    if text not in LOG_FORMATS:
+        raise ValueError(f"must be one of {', '.join(LOG_FORMATS)} (got {show_value(value)})")
+    return text
+
+
+def _check_networks(value: object) -> tuple[str, ...]:
+    # Each entry a CIDR (or one address); stored normalised (`10.0.0.0/8`), so
+    # the metrics view parses them without failing (D-K26).
+    if not isinstance(value, list):
+        raise ValueError(f"must be a list of networks like 10.0.0.0/8 (got {show_value(value)})")
+    out: list[str] = []
+    for entry in value:
+        if not isinstance(entry, str):
+            raise ValueError(
+                f"must be a list of networks like 10.0.0.0/8 (got {show_value(entry)})"
+            )
+        try:
+            out.append(str(ipaddress.ip_network(entry.strip(), strict=False)))
+        except ValueError:
+            raise ValueError(f"{entry!r} is not a network like 10.0.0.0/8") from None
+    return tuple(out)
+
+
 def _check_cron(value: object) -> str:
     text = check_nonempty_str(value)
     # Celery beat runs these jobs, so its own parser is the judge of what it accepts.
@@ -130,6 +159,8 @@ class ServiceConf:
     admin_username: str
     web_workers: int
     beat_lease: timedelta
+    metrics_networks: tuple[str, ...]
+    log_format: str
 
 
 SERVICE = Section(
@@ -155,6 +186,14 @@ SERVICE = Section(
             timedelta(seconds=30),
             _check_beat_lease,
             doc="how long a beat holds the lease it renews; another beat takes over after it",
+        ),
+        "metrics_networks": Key(
+            (),
+            _check_networks,
+            doc="client networks (CIDRs) that may read /metrics without a metrics:read key",
+        ),
+        "log_format": Key(
+            "text", _check_log_format, doc="log lines as text or one JSON object each"
         ),
     },
 )

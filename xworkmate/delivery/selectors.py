@@ -10,7 +10,13 @@ from django.db.models import Count, Min, QuerySet
 
 from xworkmate.delivery.models import Message
 
-__all__ = ["messages_with_ids", "outbox_summary", "pending_for_session", "record_channels"]
+__all__ = [
+    "messages_with_ids",
+    "outbox_metrics",
+    "outbox_summary",
+    "pending_for_session",
+    "record_channels",
+]
 
 
 def record_channels() -> list[str]:
@@ -39,6 +45,27 @@ def outbox_summary(now: datetime) -> dict[str, object]:
             round((now - created).total_seconds(), 1) if created is not None else None
         ),
     }
+
+
+def outbox_metrics() -> tuple[dict[tuple[str, str], int], dict[str, datetime]]:
+    """For /metrics (D-K26): messages by (status, channel), and by channel the
+    creation time of the oldest still pending. Two grouped queries on the
+    status index, whatever the outbox holds."""
+    counts = {
+        (status, channel): n
+        for status, channel, n in Message.objects.values_list("status", "channel")
+        .annotate(n=Count("id"))
+        .values_list("status", "channel", "n")
+        .order_by()
+    }
+    oldest = dict(
+        Message.objects.filter(status=Message.PENDING)
+        .values_list("channel")
+        .annotate(oldest=Min("created_at"))
+        .values_list("channel", "oldest")
+        .order_by()
+    )
+    return counts, oldest
 
 
 def messages_with_ids(ids: Iterable[int]) -> QuerySet[Message]:

@@ -26,6 +26,7 @@ from xworkmate.bootstrap import (
 )
 from xworkmate.config import ConfigError, effective_config, load_config
 from xworkmate.config.kernel import SERVICE
+from xworkmate.metrics import clear_multiprocess_dir
 from xworkmate.models import ApiKey
 from xworkmate.periodic import configured_jobs, periodic_job_problems
 from xworkmate.policies import SCOPES
@@ -264,4 +265,6 @@ class Command(BaseCommand):
             home=settings.HOME,
             workers=workers,
         )
+        # The request counters start at zero with the run (D-K26).
+        clear_multiprocess_dir(settings.HOME)
         return Supervisor(cmds, os.environ, home=settings.HOME).run()
