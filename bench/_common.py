@@ -52,10 +52,10 @@ Operation = Callable[[str, int, int], tuple[str, str, object | None]]
 
 
 def request(
-    port: int, token: str, method: str, path: str, body: object | None
+    port: int, token: str, method: str, path: str, body: object | None, *, timeout: float = 30
 ) -> tuple[int, bytes]:
     """One request on a fresh connection (as gunicorn's sync workers close them)."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     headers = {"Authorization": f"Bearer {token}"}
     data = None
     if body is not None:

@@ -16,12 +16,10 @@ Only the standard library: it drives the service from outside, as a client.
 from __future__ import annotations
 
 import contextlib
-import http.client
 import json
 import os
 import re
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -34,17 +32,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from bench._common import free_port, request
+
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 # What the worker log must never show: a consumer that read a partial message
 # (celery/kombu#1551) or any crash.
 LOG_ERRORS = ("Traceback", "JSONDecodeError", "Unrecoverable error", "WorkerLostError")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class Receiver:
@@ -92,22 +86,11 @@ class Client:
         self.token = token
 
     def call(self, method: str, path: str, body: object | None = None) -> tuple[int, Any]:
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
-        headers = {"Authorization": f"Bearer {self.token}"}
-        data = None
-        if body is not None:
-            data = json.dumps(body).encode()
-            headers["Content-Type"] = "application/json"
+        status, raw = request(self.port, self.token, method, path, body, timeout=60)
         try:
-            conn.request(method, path, body=data, headers=headers)
-            response = conn.getresponse()
-            raw = response.read()
-        finally:
-            conn.close()
-        try:
-            return response.status, json.loads(raw)
+            return status, json.loads(raw)
         except ValueError:
-            return response.status, raw.decode(errors="replace")
+            return status, raw.decode(errors="replace")
 
 
 def _config(receiver_port: int) -> str:

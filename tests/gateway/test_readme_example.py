@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import time
@@ -34,7 +33,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT, free_port, http_status
+from tests.conftest import ROOT, copy_checkout, free_port, http_status
 
 README = ROOT / "README.md"
 SKIP_MARKER = re.compile(r"<!-- readme-test: skip \((?P<reason>[^)]+)\) -->\s*$")
@@ -144,16 +143,7 @@ def answer_mismatches(block: Block, output: str) -> list[str]:
 
 def fresh_clone(target: Path) -> Path:
     """The files a clone would hold, as they are in the working tree, and the shared .venv."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT, capture_output=True, check=True,
-    ).stdout.decode().split("\0")
-    for name in filter(None, listed):
-        source = ROOT / name
-        if not source.is_file():
-            continue  # deleted in the working tree
-        (target / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(source, target / name)
+    copy_checkout(target)
     (target / ".venv").symlink_to(ROOT / ".venv")
     return target
 

@@ -8,6 +8,7 @@ a green run always means the real services were used.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -17,6 +18,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -68,6 +70,25 @@ def wait_for(predicate: Callable[[], object], *, timeout: float, what: str) -> o
             return value
         time.sleep(0.2)
     pytest.fail(f"timed out after {timeout}s waiting for {what}")
+
+
+def health_json(base: str) -> Any:
+    """/healthz's JSON (its 503 too), or None while nothing answers."""
+    try:
+        with urllib.request.urlopen(base + "/healthz", timeout=5) as answer:
+            return json.loads(answer.read())
+    except urllib.error.HTTPError as error:
+        return json.loads(error.read())
+    except OSError:
+        return None
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 class CeleryProcesses:

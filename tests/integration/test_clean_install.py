@@ -9,19 +9,14 @@ dependency (kombu's Redis transport needs `packaging`, which only the
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import subprocess
-import urllib.error
-import urllib.request
 from pathlib import Path
-from typing import Any
 
 from django.conf import settings
 
-from tests.conftest import ROOT, free_port
-from tests.integration.conftest import database_url, wait_for
+from tests.conftest import copy_checkout, free_port
+from tests.integration.conftest import database_url, health_json, wait_for
 from xworkmate.models import PeriodicJobState
 from xworkmate.supervisor import WEB_WORKER_CLASS
 
@@ -32,23 +27,9 @@ every = "1s"
 """
 
 
-def checkout_copy(target: Path) -> Path:
-    """The files a clone holds (`git ls-files`), as they are in the working tree."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT, capture_output=True, check=True,
-    ).stdout.decode().split("\0")
-    for name in filter(None, listed):
-        source = ROOT / name
-        if source.is_file():
-            (target / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, target / name)
-    return target
-
-
 def fresh_venv(tmp_path: Path) -> Path:
     """A new venv with the project installed from a copy of the checkout; its bin folder."""
-    source = checkout_copy(tmp_path / "source")
+    source = copy_checkout(tmp_path / "source")
     venv = tmp_path / "venv"
     subprocess.run(["python3", "-m", "venv", str(venv)], check=True)
     installed = subprocess.run(
@@ -57,17 +38,6 @@ def fresh_venv(tmp_path: Path) -> Path:
     )
     assert installed.returncode == 0, installed.stdout + installed.stderr
     return venv / "bin"
-
-
-def _health(base: str) -> Any:
-    """/healthz's JSON (its 503 too), or None while nothing answers."""
-    try:
-        with urllib.request.urlopen(base + "/healthz", timeout=5) as answer:
-            return json.loads(answer.read())
-    except urllib.error.HTTPError as error:
-        return json.loads(error.read())
-    except OSError:
-        return None
 
 
 def _liveness_runs() -> int:
@@ -130,7 +100,7 @@ def test_a_clean_install_runs_the_service_on_postgresql_and_redis(real_services,
         # consumes this test database.
         wait_for(lambda: _liveness_runs() >= 2, timeout=60, what="liveness ticks")
         health = wait_for(
-            lambda: (h := _health(base)) is not None and h["status"] == "ok" and h,
+            lambda: (h := health_json(base)) is not None and h["status"] == "ok" and h,
             timeout=30, what="/healthz ok",
         )
         assert isinstance(health, dict), logs()

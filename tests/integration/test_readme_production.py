@@ -9,51 +9,28 @@ which it would not if the copied example masked the URLs (D-K21).
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import time
-import urllib.error
-import urllib.request
-from typing import Any
 
 from django.conf import settings
 
 from tests.conftest import ROOT, free_port
 from tests.gateway.test_readme_example import fresh_clone, fresh_env
-from tests.integration.conftest import database_url, wait_for
+from tests.integration.conftest import database_url, health_json, pid_alive, wait_for
 from tests.readme_production import production_block, production_script
-
-
-def _health(base: str) -> Any:
-    """/healthz's JSON (its 503 too), or None while nothing answers."""
-    try:
-        with urllib.request.urlopen(base + "/healthz", timeout=5) as answer:
-            return json.loads(answer.read())
-    except urllib.error.HTTPError as error:
-        return json.loads(error.read())
-    except OSError:
-        return None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def _stop(pids: list[int]) -> None:
     for pid in pids:
-        if _alive(pid):
+        if pid_alive(pid):
             os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + 30
-    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+    while any(pid_alive(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.2)
     for pid in pids:
-        if _alive(pid):
+        if pid_alive(pid):
             os.kill(pid, signal.SIGKILL)
 
 
@@ -85,7 +62,7 @@ def test_the_readme_production_block_runs_on_postgresql_and_redis(real_services,
         assert copied.read_text() == (ROOT / "xworkmate.example.toml").read_text()
         base = f"http://127.0.0.1:{port}"
         health = wait_for(
-            lambda: (h := _health(base)) is not None and h["status"] == "ok" and h,
+            lambda: (h := health_json(base)) is not None and h["status"] == "ok" and h,
             timeout=90, what="/healthz ok from the README's production processes",
         )
         assert isinstance(health, dict), logs()
@@ -95,6 +72,6 @@ def test_the_readme_production_block_runs_on_postgresql_and_redis(real_services,
         assert health["broker"]["transport"] == "redis"
         # The beat of the block holds the lease and every default job is scheduled.
         assert health["beat_lease"]["holder"]
-        assert all(pid_alive for pid_alive in map(_alive, pids)), logs()
+        assert all(pidpid_alive for pidpid_alive in map(pid_alive, pids)), logs()
     finally:
         _stop(pids)

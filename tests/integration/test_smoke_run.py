@@ -10,15 +10,7 @@ import subprocess
 import pytest
 
 from tests.conftest import ROOT, free_port, http_status
-from tests.integration.conftest import wait_for
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+from tests.integration.conftest import pid_alive, wait_for
 
 
 def test_make_run_serves_health_and_admin_and_stops_on_sigterm(tmp_path):
@@ -54,6 +46,6 @@ def test_make_run_serves_health_and_admin_and_stops_on_sigterm(tmp_path):
     output = log_path.read_text(errors="replace")
     pids = [int(p) for p in re.findall(r"started \w+ \(pid (\d+)\)", output)]
     assert len(pids) == 3, output
-    wait_for(lambda: not any(_alive(p) for p in pids), timeout=30, what="web, worker, beat to exit")
+    wait_for(lambda: not any(pid_alive(p) for p in pids), timeout=30, what="web, worker, beat to exit")
     for name in ("web", "beat", "worker"):
         assert f"stopped {name}" in output, output
