@@ -6,6 +6,7 @@ import importlib
 import math
 import re
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 from django.urls import clear_url_caches
@@ -65,6 +66,15 @@ def test_the_schema_documents_the_rest_endpoints(reader):
     preview = paths["/api/plans/schedule-preview"]["post"]
     assert preview["operationId"] == "plans_schedule_preview"
     assert "plans:read" in preview["description"]
+
+
+@pytest.mark.parametrize("version", ["\r", "\rĀ", "\n1", "Ā"])
+def test_a_version_in_the_query_is_not_written_into_a_header(reader, version):
+    # drf-spectacular copied `?version=` into Content-Disposition, where Django
+    # refuses a CR or a character outside latin-1: a 500 for a query.
+    response = reader.get("/api/schema/?" + urlencode({"version": version}))
+    assert response.status_code == 200
+    assert response["Content-Disposition"] == 'inline; filename="xworkmate API.yaml"'
 
 
 def test_the_schema_documents_the_six_contract_methods_with_their_params(reader):
