@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test lint
+.PHONY: run serve test lint dist
 
 $(VENV)/.installed-run: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -20,6 +20,10 @@ $(VENV)/.installed-dev: pyproject.toml
 run: $(VENV)/.installed-run
 	$(PY) manage.py xworkmate run
 
+# The production profile (DATABASE_URL and CELERY_BROKER_URL set): web, workers, one beat.
+serve: $(VENV)/.installed-run
+	$(VENV)/bin/xworkmate serve
+
 # Install with the test tools, then lint, type-check and run every test.
 test: $(VENV)/.installed-dev
 	bash scripts/test
@@ -27,3 +31,7 @@ test: $(VENV)/.installed-dev
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy .
+
+# The release's files in dist/: sdist, wheel, the offline runtime tarball, SHA256SUMS.
+dist: $(VENV)/.installed-dev
+	PY=$(PY) bash scripts/dist

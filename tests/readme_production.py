@@ -1,10 +1,10 @@
 """The README's "## Production" block, made runnable on a test machine.
 
 The block is read from README.md itself, so what the test runs is what the
-README says: only the documented URLs, secrets, paths and port are replaced
-(each must still be in the block, or the test fails), and each long-running
-command (gunicorn, celery) is started in the background with the same
-arguments, its output in a log, its pid in a file.
+README says: only the documented venv, URLs, secrets, paths and port are
+replaced (each must still be in the block, or the test fails), and the
+long-running command (`xworkmate serve`) is started in the background with the
+same arguments, its output in a log, its pid in a file.
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ from tests.conftest import ROOT
 
 README = ROOT / "README.md"
 FENCE = re.compile(r"^```sh\n(?P<body>.*?)^```\n", re.S | re.M)
-LONG_RUNNING = (".venv/bin/gunicorn ", ".venv/bin/celery ")
+LONG_RUNNING = ("xworkmate serve ",)
 TRAILING_COMMENT = re.compile(r"\s+#[^'\"]*$")
 
 # What the README writes for each value a real deployment has its own of.
+VENV = "/opt/xworkmate/.venv"
 DATABASE_URL = "postgresql://xworkmate:secret@db:5432/xworkmate"
 BROKER_URL = "redis://cache:6379/0"
 SIGNING_SECRET = "XWORKMATE_ARTIFACT_REF_SIGNING_SECRET=..."
@@ -54,11 +55,12 @@ def _commands(body: str) -> list[list[str]]:
 
 
 def production_script(
-    body: str, *, database_url: str, broker_url: str, home: Path, config_dir: Path,
+    body: str, *, venv: Path, database_url: str, broker_url: str, home: Path, config_dir: Path,
     port: int, logs: Path, pids: Path,
 ) -> str:
     """The block as a bash script for this machine; it returns once everything is started."""
     substitutions = {
+        VENV: str(venv),
         DATABASE_URL: database_url,
         BROKER_URL: broker_url,
         SIGNING_SECRET: "XWORKMATE_ARTIFACT_REF_SIGNING_SECRET=readme-production-signing-secret",
@@ -78,10 +80,10 @@ def production_script(
         if command[0].lstrip().startswith(LONG_RUNNING):
             started += 1
             last = TRAILING_COMMENT.sub("", command[-1])
-            log = logs / f"process-{started}.log"
+            log = logs / f"service-{started}.log"
             command = [*command[:-1], f'{last} >"{log}" 2>&1 &', f'echo $! >>"{pids}"']
         lines.extend(command)
-    if started != 3:
-        raise ValueError(f"the Production block starts {started} processes, not gunicorn, "
-                         "a worker and beat")
+    if started != 1:
+        raise ValueError(f"the Production block starts {started} services, not one "
+                         "`xworkmate serve`")
     return "\n".join(lines) + "\n"

@@ -4,7 +4,7 @@ Code, tests, templates and the decision records cite the wire contracts by secti
 ``§13.2``, ``§7.9``, ``§2.4``. Which contract a bare ``§N`` means follows from where it
 is written: the app a file belongs to (``gateway/``, ``artifacts/`` and the kernel
 ``xworkmate/`` speak the plugin contract, ``plans/`` the plans contract, ``longrun/`` the
-long-run contract; ``tests/<app>/``, ``templates/.../<app>/``, ``bench/<app>.py`` and
+long-run contract; ``tests/<app>/``, ``<app>/templates/admin/<app>/``, ``bench/<app>.py`` and
 ``docs/decisions/<app>.md`` likewise). A file outside every app speaks for the kernel.
 A citation may name its contract instead (``plans-cron §8.5``, ``longrun.md §7``), and a
 citation chained to the one before it (``§7.2–§7.8``, ``§8.4, §8.5``, ``§1 and §2``)
@@ -33,7 +33,6 @@ SOURCE_DIRS = (
     "bench",
     "scripts",
     "tests",
-    "templates",
 )
 SOURCE_SUFFIXES = {".py", ".html", ".md", ".txt", ".sh", ".toml", ""}
 SKIPPED_DIRS = {".venv", "__pycache__"}
@@ -215,7 +214,7 @@ def test_the_citing_files_location_picks_the_contract() -> None:
     assert contract_of_path(Path("longrun/policies/timing.py")) == "longrun"
     assert contract_of_path(Path("tests/plans/test_scheduler.py")) == "plans-cron"
     assert contract_of_path(Path("tests/longrun/conftest.py")) == "longrun"
-    assert contract_of_path(Path("templates/admin/longrun/board_style.html")) == "longrun"
+    assert contract_of_path(Path("longrun/templates/admin/longrun/board_style.html")) == "longrun"
     assert contract_of_path(Path("bench/plans.py")) == "plans-cron"
     assert contract_of_path(Path("docs/decisions/plans.md")) == "plans-cron"
     assert contract_of_path(Path("tests/integration/test_bridge_flow_http.py")) == KERNEL_CONTRACT

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import secrets
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -105,6 +107,31 @@ def require_migrated_database() -> None:
         raise ServiceUnavailable(
             f"database: {name} lacks {len(pending)} migration(s) of this version; {hint}"
         )
+
+
+def wait_for_migrated_database(
+    say: Callable[[str], None], *, poll_seconds: float = 2.0, say_every_seconds: float = 30.0
+) -> None:
+    """Return once the database answers and is migrated; until then say why, now and then.
+
+    A process of the production profile started by an init system or a compose file
+    (`xworkmate serve --only ...`) may come up before the database server or before
+    the migrations ran: it waits here instead of dying and being restarted into a
+    start limit. Each check is bounded (D-K22), so the wait is a loop of short calls.
+    """
+    said_at: float | None = None
+    while True:
+        try:
+            require_migrated_database()
+            connection.close()  # the process about to be exec'd opens its own
+            return
+        except ServiceUnavailable as exc:
+            now = time.monotonic()
+            if said_at is None or now - said_at >= say_every_seconds:
+                say(f"xworkmate: waiting for the database: {exc}")
+                said_at = now
+        connection.close()
+        time.sleep(poll_seconds)
 
 
 def _expand_root(raw: str) -> Path:

@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET
 from kombu import Connection
 from kombu.exceptions import OperationalError
 
+from xworkmate import __version__
 from xworkmate.config import ConfigError
 from xworkmate.delivery.selectors import outbox_summary
 from xworkmate.periodic import configured_jobs, job_health
@@ -152,6 +153,8 @@ def healthz(request: HttpRequest) -> JsonResponse:
         beat = beat_lease()
     body = {
         "status": "down" if down else "ok",
+        # Which release answers: a deployment checks it after an upgrade (D-K29).
+        "version": __version__,
         "checked_at": now.isoformat(),
         "database": database,
         "broker": broker,

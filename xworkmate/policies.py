@@ -34,3 +34,37 @@ def scope_allows(granted: list[str] | tuple[str, ...], required: str) -> bool:
 def last_used_is_stale(last_used_at: datetime | None, now: datetime) -> bool:
     """Whether a use at `now` should be written (D-K8: at most once per resolution)."""
     return last_used_at is None or now - last_used_at >= LAST_USED_RESOLUTION
+
+
+def bind_problem(bind: str) -> str | None:
+    """What is wrong with a web address `HOST:PORT` (`[v6]:PORT`, or `unix:PATH`), or None."""
+    if bind.startswith("unix:"):
+        return None if len(bind) > len("unix:") else "a unix: address needs a path"
+    host, sep, port = bind.rpartition(":")
+    if not sep or not host:
+        return f"must be HOST:PORT or unix:PATH (got {bind!r})"
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        return f"the port must be a TCP port number 1-65535 (got {bind!r})"
+    return None
+
+
+def production_problem(database_vendor: str, broker_url: str) -> str | None:
+    """Why `xworkmate serve` refuses this database and broker, or None (issue 20).
+
+    The production profile runs several web workers and Celery workers, possibly on
+    several hosts: they need a database server and a broker server. The embedded
+    SQLite file and file broker serve one machine, and `xworkmate run` runs them.
+    """
+    if database_vendor == "sqlite":
+        return (
+            "database: serve is the production profile and needs PostgreSQL "
+            "(set DATABASE_URL or database.url); for the embedded SQLite default run "
+            "`xworkmate run`"
+        )
+    if broker_url.startswith("filesystem://"):
+        return (
+            "broker: serve is the production profile and needs a broker server such as "
+            "Redis (set CELERY_BROKER_URL or broker.url); for the embedded file broker run "
+            "`xworkmate run`"
+        )
+    return None

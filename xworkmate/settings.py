@@ -11,13 +11,16 @@ import os
 from pathlib import Path
 from typing import Any
 
+from xworkmate import __version__
 from xworkmate.config.kernel import ADMIN, SERVICE, request_body_limit
 from xworkmate.datahome import ensure_home, stored_secret
 from xworkmate.filebroker import use_whole_file_messages
 from xworkmate.lib.dburl import database_settings
 from xworkmate.wiring import load_config
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+# The package folder: templates and the catalogue are package data, so an installed
+# wheel carries them as the checkout does (issue 20).
+PACKAGE_DIR = Path(__file__).resolve().parent
 
 XWORKMATE = load_config()
 HOME = XWORKMATE.home
@@ -83,7 +86,8 @@ WSGI_APPLICATION = "xworkmate.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        # Each app carries its own admin templates (<app>/templates/admin/<app>/).
+        "DIRS": [],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -138,7 +142,7 @@ AXES_VERBOSE = False
 
 LANGUAGE_CODE = SERVICE.of(XWORKMATE).language_code
 LANGUAGES = [("zh-hans", "简体中文"), ("en", "English")]
-LOCALE_PATHS = [BASE_DIR / "locale"]
+LOCALE_PATHS = [PACKAGE_DIR / "locale"]
 TIME_ZONE = SERVICE.of(XWORKMATE).time_zone
 USE_I18N = True
 USE_TZ = True
@@ -177,7 +181,7 @@ SPECTACULAR_SETTINGS = {
         '`{"ok": true, "payload": ...}` or `{"ok": false, "error": {"code", "message"}}`, '
         'other endpoints answer errors as `{"error": {"code", "message"}}`.'
     ),
-    "VERSION": "0.1.0",
+    "VERSION": __version__,
     "SERVE_INCLUDE_SCHEMA": False,
     # A request body is required exactly where `{}` would be refused (xworkmate.openapi).
     "POSTPROCESSING_HOOKS": [

@@ -26,8 +26,8 @@ from pathlib import Path
 from types import FrameType
 
 STOP_TIMEOUT_SECONDS = 20.0
-# The children started again when they die; the web server is not (see above).
-RESTARTED = ("worker", "beat")
+# The one child not started again when it dies (see above); beat and every worker are.
+NOT_RESTARTED = "web"
 FIRST_RESTART_DELAY = 1.0
 MAX_RESTART_DELAY = 60.0
 # A child that ran this long before dying counts as healthy: its backoff resets.
@@ -70,36 +70,37 @@ def control_socket_args(home: Path) -> list[str]:
     return ["--control-socket", str(path)]
 
 
+def worker_names(processes: int) -> list[str]:
+    """The supervised names of the Celery worker processes: `worker`, or `worker-1`..`-N`."""
+    return ["worker"] if processes <= 1 else [f"worker-{n}" for n in range(1, processes + 1)]
+
+
 def commands(
-    *, port: int, embedded_broker: bool, beat_schedule_file: str, home: Path, workers: int
+    *,
+    bind: str,
+    embedded_broker: bool,
+    beat_schedule_file: str,
+    home: Path,
+    workers: int,
+    worker_processes: int = 1,
+    concurrency: int = 2,
 ) -> dict[str, list[str]]:
+    """The argv of every process of the service: web, beat and the Celery workers.
+
+    The one place that knows how gunicorn, the worker and beat are started:
+    `xworkmate run`, `xworkmate serve` and the deployment files (systemd units,
+    Procfile, compose file, which call `xworkmate serve --only ...`) all start
+    these (issue 20).
+    """
     py = sys.executable
-    worker = [
-        py,
-        "-m",
-        "celery",
-        "-A",
-        "xworkmate.celery",
-        "worker",
-        "--loglevel",
-        "INFO",
-        "--concurrency",
-        "2",
-        "--hostname",
-        "xworkmate@%h",
-    ]
-    if embedded_broker:
-        # The file broker has no broadcast queues; the cluster chatter is moot
-        # with one worker anyway.
-        worker += ["--without-mingle", "--without-gossip", "--without-heartbeat"]
-    return {
+    cmds: dict[str, list[str]] = {
         "web": [
             py,
             "-m",
             "gunicorn",
             "xworkmate.wsgi:application",
             "--bind",
-            f"127.0.0.1:{port}",
+            bind,
             "--workers",
             str(workers),
             "--worker-class",
@@ -122,8 +123,30 @@ def commands(
             "--schedule",
             beat_schedule_file,
         ],
-        "worker": worker,
     }
+    names = worker_names(worker_processes)
+    for name in names:
+        # Each worker process needs a node name of its own on the broker.
+        node = "xworkmate" if len(names) == 1 else f"xworkmate-{name.rsplit('-', 1)[1]}"
+        worker = [
+            py,
+            "-m",
+            "celery",
+            "-A",
+            "xworkmate.celery",
+            "worker",
+            "--loglevel",
+            "INFO",
+            "--concurrency",
+            str(concurrency),
+            "--hostname",
+            f"{node}@%h",
+        ]
+        if embedded_broker:
+            # The file broker has no broadcast queues: the cluster chatter is moot.
+            worker += ["--without-mingle", "--without-gossip", "--without-heartbeat"]
+        cmds[name] = worker
+    return cmds
 
 
 class AlreadyRunning(RuntimeError):
@@ -226,7 +249,7 @@ class Supervisor:
             code = child.poll()
             if code is None:
                 continue
-            if name not in RESTARTED:
+            if name == NOT_RESTARTED:
                 return name
             ran = now - self.started_at[name]
             self.deaths_in_a_row[name] = (
@@ -267,7 +290,9 @@ class Supervisor:
             print(f"xworkmate: cannot write {self.state_file}: {exc}", flush=True)
 
     def stop(self) -> None:
-        for name in ("web", "beat", "worker"):
+        # Web first (no new work), then beat, the workers last (they finish what they hold).
+        order = sorted(self.children, key=lambda name: (name != "web", name != "beat", name))
+        for name in order:
             child = self.children.get(name)
             if child is None or child.poll() is not None:
                 continue

@@ -27,6 +27,9 @@ from django.db import connection
 
 import xworkmate.celery
 from tests.conftest import ROOT, free_port
+
+# The release files, built once per session for the install tests (issue 20).
+from tests.integration.release import installed_release, release_files  # noqa: F401
 from xworkmate.supervisor import WEB_WORKER_CLASS
 
 

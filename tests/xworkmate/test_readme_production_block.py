@@ -8,19 +8,20 @@ import pytest
 
 from tests.readme_production import production_block, production_script
 
-ARGS = dict(database_url="postgresql://postgres@127.0.0.1:5432/t", broker_url="redis://127.0.0.1:6379/9",
+ARGS = dict(venv=Path("/tmp/v"), database_url="postgresql://postgres@127.0.0.1:5432/t", broker_url="redis://127.0.0.1:6379/9",
             home=Path("/tmp/h"), config_dir=Path("/tmp/etc"), port=8123, logs=Path("/tmp/l"),
             pids=Path("/tmp/p"))
 
 
-def test_the_block_copies_the_example_config_and_starts_three_processes_in_the_background():
+def test_the_block_installs_the_wheel_writes_the_example_config_and_starts_serve():
     script = production_script(production_block(), **ARGS)
-    assert 'cp xworkmate.example.toml "$XWORKMATE_CONFIG"' in script
+    assert "python3 -m venv /tmp/v\n" in script
+    assert "/tmp/v/bin/pip install dist/xworkmate-*-py3-none-any.whl" in script
+    assert 'xworkmate manage xworkmate config --example > "$XWORKMATE_CONFIG"' in script
     assert "XWORKMATE_CONFIG=/tmp/etc/xworkmate.toml" in script
-    assert "--bind 127.0.0.1:8123 --workers 9" in script
-    assert script.count(" 2>&1 &\n") == 3 and script.count('echo $! >>"/tmp/p"') == 3
-    assert "celery -A xworkmate.celery beat --loglevel INFO >" in script
-    for documented in ("db:5432", "cache:6379", "=...", "/var/lib/xworkmate", ":8000 "):
+    assert "xworkmate serve --bind 127.0.0.1:8123 --web-workers 9 --workers 2 >" in script
+    assert script.count(" 2>&1 &\n") == 1 and script.count('echo $! >>"/tmp/p"') == 1
+    for documented in ("db:5432", "cache:6379", "=...", "/var/lib/xworkmate", ":8000 ", "/opt/"):
         assert documented not in script
 
 
@@ -28,6 +29,6 @@ def test_a_block_that_drifts_from_the_documented_values_is_refused():
     block = production_block()
     with pytest.raises(ValueError, match="no longer says"):
         production_script(block.replace("redis://cache:6379/0", "redis://other/0"), **ARGS)
-    beatless = "\n".join(line for line in block.splitlines() if " beat " not in line)
-    with pytest.raises(ValueError, match="starts 2 processes"):
-        production_script(beatless, **ARGS)
+    serveless = block.replace("xworkmate serve ", "echo serve ")
+    with pytest.raises(ValueError, match="starts 0 services"):
+        production_script(serveless, **ARGS)

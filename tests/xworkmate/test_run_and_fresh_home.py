@@ -47,7 +47,7 @@ def test_it_reads_the_web_workers_key():
 
 def test_the_web_command_uses_the_worker_count_and_the_data_home_socket(tmp_path):
     cmds = commands(
-        port=8123, embedded_broker=True, beat_schedule_file=str(tmp_path / "beat"),
+        bind="127.0.0.1:8123", embedded_broker=True, beat_schedule_file=str(tmp_path / "beat"),
         home=tmp_path, workers=9,
     )
     web = cmds["web"]
@@ -113,7 +113,7 @@ def test_gunicorns_control_socket_lives_in_the_data_home(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("XDG_RUNTIME_DIR", "DATABASE_URL")}
     env |= {"HOME": str(user_home), "XWORKMATE_HOME": str(home), "XWORKMATE_CONFIG": TEST_CONFIG,
             "DJANGO_SETTINGS_MODULE": "xworkmate.settings"}
-    web = commands(port=0, embedded_broker=True, beat_schedule_file=str(home / "beat"),
+    web = commands(bind="127.0.0.1:0", embedded_broker=True, beat_schedule_file=str(home / "beat"),
                    home=home, workers=1)["web"]
     web[web.index("--bind") + 1] = "127.0.0.1:0"
     proc = subprocess.Popen(web, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,

@@ -41,12 +41,13 @@ def test_each_service_restarts_on_failure_with_a_bounded_retry(name):
 
 def test_the_units_run_the_commands_of_the_production_section():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    for name, role in (("xworkmate-worker.service", "worker"), ("xworkmate-beat.service", "beat")):
-        command = _settings((UNITS / name).read_text(encoding="utf-8"))["ExecStart"][0]
-        assert command.endswith(f"celery -A xworkmate.celery {role} --loglevel INFO")
-        assert f"celery -A xworkmate.celery {role} --loglevel INFO" in readme
-    web = _settings((UNITS / "xworkmate-web.service").read_text(encoding="utf-8"))["ExecStart"][0]
-    assert "--worker-class xworkmate.webserver.JsonErrorWorker" in web
+    # Each unit runs the installed command's one process (issue 20), as the README says.
+    for role in ("web", "worker", "beat"):
+        unit = (UNITS / f"xworkmate-{role}.service").read_text(encoding="utf-8")
+        command = _settings(unit)["ExecStart"][0]
+        assert command.startswith(f"{INSTALLED_BIN}/xworkmate serve --only {role}")
+        assert f"xworkmate-{role}.service" in readme
+    assert "xworkmate serve --only" in readme
     env = _settings((UNITS / "xworkmate.env.example").read_text(encoding="utf-8"))
     for key in ("DATABASE_URL", "CELERY_BROKER_URL", "SECRET_KEY",
                 "XWORKMATE_ARTIFACT_REF_SIGNING_SECRET", "XWORKMATE_HOME", "XWORKMATE_CONFIG"):

@@ -8,7 +8,7 @@ from django.utils import translation
 
 from tests.conftest import ROOT
 
-PO = ROOT / "locale" / "zh_Hans" / "LC_MESSAGES" / "django.po"
+PO = ROOT / "xworkmate" / "locale" / "zh_Hans" / "LC_MESSAGES" / "django.po"
 
 
 def test_every_message_has_a_translation():

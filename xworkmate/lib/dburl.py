@@ -5,6 +5,19 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+# Every call to PostgreSQL is bounded (D-K22): a connect waits at most 5 s, and on an
+# open connection to a server that stopped answering (a frozen host, a dropped route)
+# the kernel gives up after 30 s of unacknowledged data (tcp_user_timeout) or three
+# unanswered keepalives, instead of the request waiting forever. libpq's names.
+POSTGRES_BOUNDS = {
+    "connect_timeout": "5",
+    "keepalives": "1",
+    "keepalives_idle": "30",
+    "keepalives_interval": "10",
+    "keepalives_count": "3",
+    "tcp_user_timeout": "30000",
+}
+
 
 def database_settings(url: str) -> dict[str, Any]:
     parts = urlsplit(url)
@@ -33,7 +46,8 @@ def database_settings(url: str) -> dict[str, Any]:
             "PASSWORD": unquote(parts.password or ""),
             "HOST": parts.hostname or "",
             "PORT": str(parts.port or ""),
-            "OPTIONS": dict(parse_qsl(parts.query)),
+            # The URL's own parameters win over the bounds below.
+            "OPTIONS": POSTGRES_BOUNDS | dict(parse_qsl(parts.query)),
             "CONN_MAX_AGE": 60,
             "CONN_HEALTH_CHECKS": True,
         }

@@ -14,8 +14,10 @@ from axes.utils import reset as axes_reset
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import connection
 from django.utils import timezone
 
+from xworkmate import __version__
 from xworkmate.bootstrap import (
     AdminPasswordRefused,
     ServiceUnavailable,
@@ -23,21 +25,24 @@ from xworkmate.bootstrap import (
     check_admin_password,
     require_migrated_database,
     require_services,
+    wait_for_migrated_database,
 )
 from xworkmate.config import ConfigError, effective_config, load_config
 from xworkmate.config.kernel import SERVICE
 from xworkmate.metrics import clear_multiprocess_dir
 from xworkmate.models import ApiKey
 from xworkmate.periodic import configured_jobs, periodic_job_problems
-from xworkmate.policies import SCOPES
+from xworkmate.policies import SCOPES, bind_problem, production_problem
 from xworkmate.services import ApiKeyError, KeyBinding, api_key_create, api_key_revoke
 from xworkmate.supervisor import AlreadyRunning, Supervisor, commands, run_lock, web_workers
 
 PORT_ENV = "XWORKMATE_PORT"
+BIND_ENV = "XWORKMATE_BIND"
+EXAMPLE_CONFIG = Path(__file__).resolve().parents[2] / "config" / "example.toml"
 
 
 class Command(BaseCommand):
-    help = "xworkmate service commands: config, apikey, bootstrap, unlock, run"
+    help = "xworkmate service commands: config, apikey, bootstrap, unlock, run, serve"
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="action", required=True, parser_class=ArgumentParser)
@@ -51,6 +56,11 @@ class Command(BaseCommand):
             help="only validate FILE (default: the active config); exit 1 on error",
         )
         config.add_argument("--show-secrets", action="store_true", help="do not mask secrets")
+        config.add_argument(
+            "--example",
+            action="store_true",
+            help="print the example config (every key, its default and its rules)",
+        )
 
         key = sub.add_parser("apikey", help="create, list or revoke API keys")
         key_sub = key.add_subparsers(dest="key_action", required=True, parser_class=ArgumentParser)
@@ -95,9 +105,41 @@ class Command(BaseCommand):
             "--port", type=int, default=None, help=f"web port (default ${PORT_ENV} or 8000)"
         )
 
+        serve = sub.add_parser(
+            "serve",
+            help="the production profile: gunicorn, Celery workers and one beat on "
+            "DATABASE_URL and CELERY_BROKER_URL",
+        )
+        serve.add_argument(
+            "--bind", default=None, metavar="HOST:PORT",
+            help=f"web address (default ${BIND_ENV} or 127.0.0.1:8000)",
+        )
+        serve.add_argument(
+            "--web-workers", type=int, default=None, metavar="N",
+            help="gunicorn workers (default service.web_workers, else 2 x CPUs + 1)",
+        )
+        serve.add_argument(
+            "--workers", type=int, default=1, metavar="M", help="Celery worker processes (1)"
+        )
+        serve.add_argument(
+            "--concurrency", type=int, default=None, metavar="C",
+            help="tasks at a time in each Celery worker (default: the CPU count)",
+        )
+        serve.add_argument(
+            "--only", choices=("web", "worker", "beat"), default=None,
+            help="run this one process in the foreground, for an init system that "
+            "supervises each (deploy/)",
+        )
+        serve.add_argument(
+            "--migrate", action="store_true", help="apply the migrations first"
+        )
+
     def handle(self, *args: Any, **opts: Any) -> None:
         action = opts["action"]
-        if action == "config":
+        if action == "config" and opts["example"]:
+            # Package data: an installed wheel has no checkout to copy it from (issue 20).
+            self.stdout.write(EXAMPLE_CONFIG.read_text(encoding="utf-8"), ending="")
+        elif action == "config":
             self._config(opts["check"], opts["show_secrets"])
         elif action == "apikey":
             self._require_migrated()
@@ -109,6 +151,8 @@ class Command(BaseCommand):
             self._unlock(opts["username"], opts["address"], every=opts["all"])
         elif action == "run":
             sys.exit(self._run(opts["port"]))
+        elif action == "serve":
+            sys.exit(self._serve(opts))
 
     # -- config --------------------------------------------------------------
     def _config(self, check: str | None, show_secrets: bool) -> None:
@@ -259,12 +303,75 @@ class Command(BaseCommand):
         )
         self.stdout.flush()
         cmds = commands(
-            port=port,
+            bind=f"127.0.0.1:{port}",
             embedded_broker=settings.CELERY_BROKER_URL.startswith("filesystem://"),
             beat_schedule_file=settings.CELERY_BEAT_SCHEDULE_FILENAME,
             home=settings.HOME,
             workers=workers,
         )
         # The request counters start at zero with the run (D-K26).
+        clear_multiprocess_dir(settings.HOME)
+        return Supervisor(cmds, os.environ, home=settings.HOME).run()
+
+    # -- serve: the production profile (issue 20) -------------------------------
+    def _say(self, line: str) -> None:
+        self.stdout.write(line)
+        self.stdout.flush()
+
+    def _serve(self, opts: dict[str, Any]) -> int:
+        for flag in ("web_workers", "workers", "concurrency"):
+            if opts[flag] is not None and opts[flag] < 1:
+                raise CommandError(f"--{flag.replace('_', '-')}: must be at least 1")
+        bind = opts["bind"] or os.environ.get(BIND_ENV, "127.0.0.1:8000")
+        problem = bind_problem(bind)
+        if problem:
+            raise CommandError(f"--bind / {BIND_ENV}: {problem}")
+        problem = production_problem(connection.vendor, settings.CELERY_BROKER_URL)
+        if problem:
+            raise CommandError(problem)
+        cmds = commands(
+            bind=bind,
+            embedded_broker=False,
+            beat_schedule_file=settings.CELERY_BEAT_SCHEDULE_FILENAME,
+            home=settings.HOME,
+            workers=opts["web_workers"]
+            or web_workers(SERVICE.of(settings.XWORKMATE).web_workers, os.cpu_count()),
+            worker_processes=opts["workers"],
+            concurrency=opts["concurrency"] or os.cpu_count() or 1,
+        )
+        if opts["only"]:
+            # Under an init system (deploy/): this process becomes the one named, so the
+            # init system signals and restarts it directly (D-K24). The database may come
+            # up after it: /healthz says so meanwhile, and the API answers 503 (D-K22).
+            if opts["migrate"]:
+                call_command("migrate", interactive=False, verbosity=1)
+            wait_for_migrated_database(self._say)
+            argv = cmds[opts["only"]]
+            self.stdout.flush()
+            os.execv(argv[0], argv)  # noqa: S606 (our own fixed argv)
+        try:
+            with run_lock(settings.HOME):
+                return self._serve_holding_the_data_home(cmds, migrate=opts["migrate"])
+        except AlreadyRunning as exc:
+            raise CommandError(str(exc)) from exc
+
+    def _serve_holding_the_data_home(self, cmds: dict[str, list[str]], *, migrate: bool) -> int:
+        try:
+            require_services()
+        except ServiceUnavailable as exc:
+            raise CommandError(str(exc)) from exc
+        call_command("check", fail_level="ERROR")
+        if migrate:
+            call_command("migrate", interactive=False, verbosity=1)
+        else:
+            self._require_migrated()
+        workers = [name for name in cmds if name.startswith("worker")]
+        self.stdout.write(
+            f"xworkmate {__version__}: config {settings.XWORKMATE.source}; "
+            f"data home {settings.HOME}; {cmds['web'][cmds['web'].index('--workers') + 1]} web "
+            f"workers on {cmds['web'][cmds['web'].index('--bind') + 1]}, "
+            f"{len(workers)} Celery worker process(es), one beat"
+        )
+        self.stdout.flush()
         clear_multiprocess_dir(settings.HOME)
         return Supervisor(cmds, os.environ, home=settings.HOME).run()
