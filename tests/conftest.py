@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -83,6 +84,18 @@ def copy_checkout(target: Path) -> Path:
             (target / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target / name)
     return target
+
+
+def stop_group(proc: subprocess.Popen[Any], *, timeout: float) -> None:
+    """What Ctrl-C does to a foreground service: SIGTERM its process group, then SIGKILL
+    it if it is still there after `timeout` seconds. The child must have been started
+    with `start_new_session=True`."""
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def url_routes() -> Iterator[tuple[str, URLPattern]]:

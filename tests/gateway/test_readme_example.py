@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -33,7 +32,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT, copy_checkout, free_port, http_status
+from tests.conftest import ROOT, copy_checkout, free_port, http_status, stop_group
 
 README = ROOT / "README.md"
 SKIP_MARKER = re.compile(r"<!-- readme-test: skip \((?P<reason>[^)]+)\) -->\s*$")
@@ -231,12 +230,7 @@ def test_every_readme_block_runs_as_written_on_a_fresh_machine(tmp_path):
         assert "created API key 'local'" in startup
         outputs = run_blocks([b for b in blocks if b.skip_reason is None], clone=clone, env=env, port=port)
     finally:
-        os.killpg(service.pid, signal.SIGTERM)
-        try:
-            service.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(service.pid, signal.SIGKILL)
-            service.wait()
+        stop_group(service, timeout=60)
     problems = []
     for block in blocks:
         if block.skip_reason is None and block.answer is not None:

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 from django.conf import settings
 
-from tests.conftest import ROOT, free_port
+from tests.conftest import ROOT, free_port, stop_group
 from tests.integration.conftest import database_url, health_json, wait_for
 from xworkmate import __version__
 from xworkmate.models import PeriodicJobState
@@ -156,11 +155,4 @@ def test_the_procfile_runs_under_honcho_and_waits_for_the_migrations(
         _check_the_service(tmp_path, f"http://127.0.0.1:{port}")
         assert proc.poll() is None, _logs(tmp_path)
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    # honcho stopped all three: nothing of the run holds the port any more.
-    assert proc.returncode is not None
+        stop_group(proc, timeout=30)
