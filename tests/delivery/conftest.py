@@ -23,15 +23,18 @@ class Receiver:
         self.requests: list[dict[str, Any]] = []
         self.status = 200
         self.delay = 0.0  # seconds before answering
+        # Called with each request as it arrives (before the answer).
+        self.on_request: Any = None
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # the receiver's one method
                 length = int(self.headers.get("Content-Length", "0"))
                 body = self.rfile.read(length)
-                receiver.requests.append(
-                    {"headers": dict(self.headers), "body": body, "json": json.loads(body)}
-                )
+                request = {"headers": dict(self.headers), "body": body, "json": json.loads(body)}
+                receiver.requests.append(request)
+                if receiver.on_request is not None:
+                    receiver.on_request(request)
                 if receiver.delay:
                     time.sleep(receiver.delay)
                 self.send_response(receiver.status)

@@ -49,7 +49,7 @@ def queued(monkeypatch) -> list[tuple[str, Any]]:
 def outbox(webhook, queued, django_capture_on_commit_callbacks) -> dict[str, Message]:
     """One message of each status: a webhook message failed (HTTP 500), one unknown
     (its worker died mid-send), one sent; a record message pending for the bridge."""
-    from xworkmate.delivery.services import messages_claim
+    from xworkmate.delivery.services import sends_begin
 
     # One at a time: a worker's batch takes every new message waiting.
     webhook.status = 500
@@ -59,7 +59,7 @@ def outbox(webhook, queued, django_capture_on_commit_callbacks) -> dict[str, Mes
     # Its worker died mid-send five minutes ago (so a person may re-send it now).
     unknown = _enqueue(target="agent:main:unknown", key="k-unknown")
     died = timezone.now() - timedelta(minutes=5)
-    claimed = messages_claim(new=True, now=died, by="worker", limit=1)
+    claimed = sends_begin(new=True, now=died, by="worker", limit=1)
     assert [one.envelope.message_id for one in claimed] == [unknown.pk]
     webhook.status = 200
     with django_capture_on_commit_callbacks(execute=True):

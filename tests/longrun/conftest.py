@@ -126,11 +126,16 @@ def answer(outcome: str, detail: str = "", *, now: datetime, retry: bool = False
     `retry`: the messages due again (a failed one after its back-off), not the new ones.
     """
     from xworkmate.delivery.channels.base import Outcome, Result
-    from xworkmate.delivery.services import messages_claim, messages_record_outcomes
+    from xworkmate.delivery.models import Message
+    from xworkmate.delivery.services import deliveries_step, sends_begin
 
-    claimed = messages_claim(new=not retry, now=now, by="test", limit=100)
+    started = sends_begin(new=not retry, now=now, limit=100, by="test")
     result = Result(Outcome(outcome), detail)
-    return messages_record_outcomes(outcomes=[(one, result) for one in claimed], now=now)
+    deliveries_step(finished=[(one, result) for one in started], start=[], renew=[], now=now,
+                    by="test")
+    ids = [one.envelope.message_id for one in started]
+    by_id = Message.objects.in_bulk(ids)
+    return [by_id[pk] for pk in ids]
 
 
 def acknowledge_all(session_key: str, *, now: datetime) -> list[Any]:

@@ -303,6 +303,7 @@ class DeliveryConf:
     max_attempts: int
     dispatch_grace: timedelta
     batch_size: int
+    sends_in_flight: int
 
 
 DELIVERY = Section(
@@ -327,7 +328,12 @@ DELIVERY = Section(
         "batch_size": Key(
             50,
             int_at_least(1),
-            doc="messages one worker claims, sends and records together",
+            doc="messages one worker claims for a batch",
+        ),
+        "sends_in_flight": Key(
+            4,
+            int_at_least(1, 64),
+            doc="sends a batch keeps in flight at once (never two for one session)",
         ),
     },
 )

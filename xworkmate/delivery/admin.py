@@ -18,7 +18,7 @@ from django.utils.translation import gettext_lazy as _
 from xworkmate.admin import ReadOnlyMixin
 from xworkmate.auth import Caller
 from xworkmate.delivery.models import Attempt, Message
-from xworkmate.delivery.services import DeliveryError, message_request_resend
+from xworkmate.delivery.services import DeliveryError, channel_deduplicates, message_request_resend
 
 # How much of the last error the list shows; the message's page shows all of it.
 ERROR_COLUMN_CHARS = 80
@@ -58,18 +58,21 @@ class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):  # type: ignore[type-arg]
     list_display_links = ("created_at",)
     list_filter = ("status", "purpose", "channel")
     search_fields = ("target", "idempotency_key")
-    actions = ("resend_messages",)
+    actions = ("resend_messages", "resend_messages_accepting_doubles")
     inlines = (AttemptInline,)
     readonly_fields = (
         "purpose",
         "channel",
         "target",
         "status",
+        "what_happened",
         "attempt_count",
         "next_attempt_at",
         "sent_at",
         "last_error",
         "resend_requested_by",
+        "claimed_by",
+        "claim_expires_at",
         "idempotency_key",
         "body",
         "body_hash",
@@ -82,6 +85,32 @@ class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):  # type: ignore[type-arg]
     def short_error(self, obj: Message) -> str:
         return Truncator(obj.last_error).chars(ERROR_COLUMN_CHARS)
 
+    @admin.display(description=_("what happened"))
+    def what_happened(self, obj: Message) -> str:
+        """The message's state in words an operator acts on (D-K30)."""
+        if obj.status != Message.UNKNOWN:
+            return "-"
+        try:
+            deduplicates = _deduplicates(obj)
+        except DeliveryError:
+            return str(_("Its channel is no longer in the config."))
+        if deduplicates:
+            return str(
+                _(
+                    "A send began and no answer was recorded: it may or may not have "
+                    "arrived. Its receiver de-duplicates by idempotency key, so it is sent "
+                    "again by itself after the unknown cooldown."
+                )
+            )
+        return str(
+            _(
+                "A send began and no answer was recorded: it may or may not have arrived. "
+                "This channel does not de-duplicate, so nothing sends it again by itself. "
+                "Check the session; if it never arrived, re-send it with \"Re-send, "
+                "accepting that unknown ones may arrive twice\"."
+            )
+        )
+
     def has_resend_permission(self, request: HttpRequest) -> bool:
         # A re-send changes the message: the model's change permission, which
         # the read-only pages themselves never grant (ReadOnlyMixin).
@@ -89,18 +118,42 @@ class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):  # type: ignore[type-arg]
 
     @admin.action(description=_("Re-send selected messages"), permissions=("resend",))
     def resend_messages(self, request: HttpRequest, queryset: QuerySet[Message]) -> None:
+        self._resend(request, queryset, accept_doubles=False)
+
+    @admin.action(
+        description=_("Re-send, accepting that unknown ones may arrive twice"),
+        permissions=("resend",),
+    )
+    def resend_messages_accepting_doubles(
+        self, request: HttpRequest, queryset: QuerySet[Message]
+    ) -> None:
+        self._resend(request, queryset, accept_doubles=True)
+
+    def _resend(
+        self, request: HttpRequest, queryset: QuerySet[Message], *, accept_doubles: bool
+    ) -> None:
         user = Caller.for_person(request.user).person
         now = timezone.now()
-        queued = skipped = unrouted = 0
+        queued = skipped = unrouted = doubles = 0
         for message in queryset.order_by("pk"):
             if message.status not in RESENDABLE:
                 skipped += 1
                 continue
             try:
+                may_double = message.status == Message.UNKNOWN and not _deduplicates(message)
+            except DeliveryError:  # its channel was removed from the config since
+                unrouted += 1
+                continue
+            if may_double and not accept_doubles:
+                # It may have arrived, and its receiver would not know a second one
+                # (D-K30): only the action that says so re-sends it.
+                doubles += 1
+                continue
+            try:
                 # It checks the status again, in its UPDATE: a message sent
                 # meanwhile by a worker is skipped, not sent again.
                 resent = message_request_resend(message=message, user=user, now=now)
-            except DeliveryError:  # its channel was removed from the config since
+            except DeliveryError:
                 unrouted += 1
                 continue
             if resent:
@@ -112,6 +165,18 @@ class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):  # type: ignore[type-arg]
                 request,
                 _("%(count)d message(s) queued for re-sending.") % {"count": queued},
                 messages.SUCCESS,
+            )
+        if doubles:
+            self.message_user(
+                request,
+                _(
+                    "%(count)d unknown message(s) not re-sent: they may have arrived, and "
+                    "their channel does not de-duplicate, so a re-send may deliver them "
+                    "twice. Use \"Re-send, accepting that unknown ones may arrive twice\" "
+                    "once you have checked."
+                )
+                % {"count": doubles},
+                messages.WARNING,
             )
         if skipped:
             self.message_user(
@@ -127,3 +192,8 @@ class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):  # type: ignore[type-arg]
                 % {"count": unrouted},
                 messages.ERROR,
             )
+
+
+def _deduplicates(message: Message) -> bool:
+    """Whether the message's channel de-duplicates (DeliveryError: it is not configured)."""
+    return channel_deduplicates(message.channel)

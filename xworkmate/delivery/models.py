@@ -49,6 +49,12 @@ class Message(models.Model):
     created_at = models.DateTimeField(_("created at"), default=timezone.now)
     updated_at = models.DateTimeField(_("updated at"), default=timezone.now)
     sent_at = models.DateTimeField(_("sent at"), null=True, blank=True)
+    # Taken by a worker's batch and not yet started (D-K30): the batch's token and
+    # until when it holds it. The status stays what it was (pending, failed,
+    # unknown): nothing of the message left the service yet. A batch that dies
+    # leaves the claim to expire; the message is then claimable again, unchanged.
+    claimed_by = models.CharField(_("claimed by"), max_length=64, blank=True)
+    claim_expires_at = models.DateTimeField(_("claim expires at"), null=True, blank=True)
     # A person asked for another send (admin action); the next attempt records who.
     resend_requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -66,7 +72,7 @@ class Message(models.Model):
         indexes = [
             # The dispatcher's question: what is due now?
             models.Index(fields=["next_attempt_at"], name="delivery_message_due"),
-            # The workers' question: which new messages wait, oldest first? (D-K11)
+            # The workers' question: which new messages wait, oldest first? (D-K11, D-K30)
             models.Index(fields=["id"], condition=NEW_FOR_A_WORKER, name="delivery_message_new"),
             # The bridge's question: what waits for this session?
             models.Index(fields=["target", "status"], name="delivery_message_target"),
@@ -97,8 +103,11 @@ class Message(models.Model):
 class Attempt(models.Model):
     """One send of a message: when it started and ended, and its outcome.
 
-    An attempt without `finished_at` is one whose worker never came back (its
-    message stays `unknown`).
+    An attempt row is written in the transaction that commits just before its send
+    starts (D-K30), so every row is a send that began. Without `finished_at` it
+    is still under way, or its worker stopped before reporting an answer; the
+    dispatch job closes such a row once no worker can still be sending it
+    (`unknown`, the detail saying it was abandoned).
     """
 
     OUTCOMES = (

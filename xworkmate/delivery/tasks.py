@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 
 from celery import shared_task
 from django.conf import settings
@@ -11,10 +12,16 @@ from django.utils import timezone
 from xworkmate.config.kernel import DELIVERY, unknown_cooldown
 from xworkmate.delivery.services import (
     DELIVER_TASK,
-    message_send,
+    attempts_close_abandoned,
+    deliveries_run,
     messages_claim,
-    messages_record_outcomes,
 )
+
+# The hard time limit of every task that sends (deliver, dispatch): Celery kills a
+# child that runs past it, so a send begun longer ago than that (and a margin for
+# clocks and the kill) has no worker left that could record its answer.
+SEND_TIME_LIMIT_SECONDS = 120
+ABANDONED_AFTER = timedelta(seconds=SEND_TIME_LIMIT_SECONDS + 30)
 
 # How long one dispatch run goes on claiming and sending overdue messages; the
 # next run (every 10 s by default) continues, so no run outlives its time limit.
@@ -29,26 +36,31 @@ BATCH_SEND_BUDGET_SECONDS = 60.0
 
 
 def _deliver(*, new: bool, by: str) -> int:
-    """Claim a batch, send it, record the outcomes; how many messages were claimed (D-K11)."""
+    """Claim a batch and send it, each send marked when it begins and each answer
+    recorded as it arrives; how many messages were claimed (D-K30)."""
     config = settings.XWORKMATE
-    limit = DELIVERY.of(config).batch_size
     budget = min(
         BATCH_SEND_BUDGET_SECONDS, unknown_cooldown(config).total_seconds() / 2
     )
-    claimed = messages_claim(new=new, now=timezone.now(), by=by, limit=limit)
-    deadline = time.monotonic() + budget
-    # A send not started in time (None) is released: pending again and due at once,
-    # its attempt not counted, since nothing left the service.
-    outcomes = [
-        (one, message_send(one) if time.monotonic() < deadline else None) for one in claimed
-    ]
-    messages_record_outcomes(outcomes=outcomes, now=timezone.now())
+    claimed = messages_claim(new=new, now=timezone.now(), limit=DELIVERY.of(config).batch_size)
+    if claimed:
+        deliveries_run(
+            claimed,
+            window=DELIVERY.of(config).sends_in_flight,
+            budget_seconds=budget,
+            by=by,
+        )
     return len(claimed)
 
 
 # Safe to run twice: a second run finds the message claimed (no longer pending)
 # and sends nothing, so acks_late costs no duplicate.
-@shared_task(name=DELIVER_TASK, time_limit=120, soft_time_limit=110, acks_late=True)
+@shared_task(
+    name=DELIVER_TASK,
+    time_limit=SEND_TIME_LIMIT_SECONDS,
+    soft_time_limit=SEND_TIME_LIMIT_SECONDS - 10,
+    acks_late=True,
+)
 def deliver(message_id: int) -> bool:
     """Send new messages; queued when the transaction that wrote `message_id` commits.
 
@@ -61,7 +73,10 @@ def deliver(message_id: int) -> bool:
 
 
 @shared_task(
-    name="xworkmate.delivery.dispatch", time_limit=120, soft_time_limit=110, acks_late=True
+    name="xworkmate.delivery.dispatch",
+    time_limit=SEND_TIME_LIMIT_SECONDS,
+    soft_time_limit=SEND_TIME_LIMIT_SECONDS - 10,
+    acks_late=True,
 )
 def dispatch() -> int:
     """Send what is due: retries, and messages no worker started within the grace.
@@ -70,6 +85,9 @@ def dispatch() -> int:
     send one message twice at once; stops when a batch is not full or after a
     time budget.
     """
+    # No task that started a send before this can still be sending: Celery has
+    # killed it at its time limit. Its attempt is closed, and says so.
+    attempts_close_abandoned(timezone.now(), older_than=ABANDONED_AFTER)
     sent = 0
     limit = DELIVERY.of(settings.XWORKMATE).batch_size
     started = time.monotonic()

@@ -36,6 +36,12 @@ def _channel(name: str) -> Channel:
     return build_channel(channel_config(name))
 
 
+def channel_deduplicates(name: str) -> bool:
+    """Whether the channel's receiver de-duplicates by idempotency key (DeliveryError:
+    no such channel in the config)."""
+    return _channel(name).deduplicates
+
+
 def retry_rules() -> RetryRules:
     config = settings.XWORKMATE
     return RetryRules(

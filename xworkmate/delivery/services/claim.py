@@ -1,26 +1,64 @@
-"""Claim a batch of messages (each turns `unknown` before it is sent), and send one."""
+"""Claim a batch of messages, mark each send when it begins, and send it (D-K30).
+
+Three steps, each its own short transaction except the send:
+
+1. `messages_claim` takes up to `limit` sendable messages for one batch: each
+   gets the batch's token and a claim that expires (`CLAIM_LEASE`), nothing
+   else. Its status, attempt count and due time stay as they were, because
+   nothing of it has left the service: if the batch dies, the claim runs out
+   and the message is claimable again, exactly as it was.
+2. `deliveries_step` (services.record) commits, for each message about to be
+   sent, its attempt row and its turn to `unknown`, re-checking inside the
+   transaction that the claim is still this batch's and has not expired; the
+   send starts right after that commit. So `unknown` means exactly "a send
+   began and no answer was recorded", and an attempt row is always a send
+   that began.
+3. `message_send` sends it, outside any transaction; the answer is recorded by
+   the next step as soon as it arrives.
+"""
 
 from __future__ import annotations
 
 import logging
+import secrets
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q, QuerySet
+from django.db.models import Q, QuerySet
 
-from xworkmate.config.kernel import unknown_cooldown
 from xworkmate.delivery.channels.base import Envelope, Outcome, Result
-from xworkmate.delivery.models import NEW_FOR_A_WORKER, Attempt, Message
-from xworkmate.delivery.services._common import _channel, _not_before_creation
+from xworkmate.delivery.models import NEW_FOR_A_WORKER, Message
+from xworkmate.delivery.services._common import _channel
 
 # Named as when the write path was one module (its log lines keep their logger).
 logger = logging.getLogger("xworkmate.delivery.services")
 
+# How long a batch holds the messages it claimed and has not started yet. The batch
+# renews the claims of the messages still waiting in it while it runs; a batch that
+# died stops renewing, and its messages are claimable again at most this long after.
+CLAIM_LEASE = timedelta(seconds=20)
+
 
 @dataclass(frozen=True)
 class Claimed:
+    """A message taken for a batch, not started: what its send will carry but the number."""
+
+    message_id: int
+    channel: str
+    token: str  # the batch's claim
+    purpose: str
+    target: str
+    body: str
+    body_hash: str
+    idempotency_key: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class Started:
+    """A send that began: its attempt row is committed, the message is `unknown`."""
+
     envelope: Envelope
     channel: str
     attempt_id: int  # the Attempt row this send is recorded in
@@ -34,8 +72,13 @@ def _due(now: datetime) -> Q:
     )
 
 
+def unclaimed(now: datetime) -> Q:
+    """Not held by a live batch: never claimed, or its batch's claim ran out."""
+    return Q(claim_expires_at__isnull=True) | Q(claim_expires_at__lte=now)
+
+
 def _claimable(new: bool, now: datetime, limit: int) -> QuerySet[Message]:
-    locked = Message.objects.select_for_update(skip_locked=True)
+    locked = Message.objects.select_for_update(skip_locked=True).filter(unclaimed(now))
     if new:
         # A worker asked at enqueue: the oldest new messages waiting, whatever their
         # grace, that one or not. Each task sends whatever is waiting when it runs,
@@ -46,89 +89,81 @@ def _claimable(new: bool, now: datetime, limit: int) -> QuerySet[Message]:
     return locked.filter(_due(now)).order_by("next_attempt_at", "id")[:limit]
 
 
-def _envelope(message: Message, attempt: int) -> Envelope:
-    return Envelope(
-        message_id=message.pk,
-        purpose=message.purpose,
-        target=message.target,
-        body=message.body,
-        body_hash=message.body_hash,
-        idempotency_key=message.idempotency_key,
-        attempt=attempt,
-        created_at=message.created_at,
-    )
-
-
-def messages_claim(*, new: bool, now: datetime, by: str, limit: int) -> list[Claimed]:
-    """Take up to `limit` messages to send, in one transaction; [] when there is none.
+def messages_claim(*, new: bool, now: datetime, limit: int) -> list[Claimed]:
+    """Take up to `limit` messages for one batch, in one transaction; [] when there is none.
 
     `new` (a worker asked at enqueue): the oldest new messages, whatever their
-    grace; otherwise (the dispatch job): the most overdue. Each message turns
-    `unknown` with its attempt recorded before anything is sent, and the claim
-    commits: see the module docstring. One transaction for the whole batch, not
-    one per message (D-K11).
+    grace; otherwise (the dispatch job): the most overdue. Each is only marked
+    as this batch's until `now + CLAIM_LEASE` (see the module docstring).
     """
-    cooldown = unknown_cooldown(settings.XWORKMATE)
+    token = secrets.token_hex(8)
     with transaction.atomic():
         messages = list(_claimable(new, now, limit))
         if not messages:
             return []
-        attempts = Attempt.objects.bulk_create(
-            Attempt(
-                message=message,
-                number=message.attempt_count + 1,
-                channel=message.channel,
-                started_at=now,
-                by=by,
-                resent_by_id=message.resend_requested_by_id,
-            )
-            for message in messages
+        Message.objects.filter(pk__in=[message.pk for message in messages]).update(
+            claimed_by=token, claim_expires_at=now + CLAIM_LEASE
         )
-        if any(attempt.pk is None for attempt in attempts):
-            # SQLite before 3.35 returns no ids from a bulk INSERT: read them back.
-            read_back = {
-                (message_id, number): pk
-                for message_id, number, pk in Attempt.objects.filter(
-                    message__in=messages
-                ).values_list("message_id", "number", "pk")
-            }
-            for attempt in attempts:
-                attempt.pk = read_back[(attempt.message_id, attempt.number)]
-        # The lease: nobody claims them again before the cooldown, and then only
-        # when their channel de-duplicates (after_send decides the rest). One
-        # UPDATE per lease; every message's attempt count goes up by one.
-        leases: dict[datetime | None, list[int]] = {}
-        for message in messages:
-            lease = now + cooldown if _channel(message.channel).deduplicates else None
-            leases.setdefault(lease, []).append(message.pk)
-        for lease, ids in leases.items():
-            Message.objects.filter(pk__in=ids).update(
-                status=Message.UNKNOWN,
-                attempt_count=F("attempt_count") + 1,
-                next_attempt_at=lease,
-                resend_requested_by=None,
-                updated_at=_not_before_creation(now),
-            )
     return [
         Claimed(
-            envelope=_envelope(message, attempt.number),
+            message_id=message.pk,
             channel=message.channel,
-            attempt_id=attempt.pk,
+            token=token,
+            purpose=message.purpose,
+            target=message.target,
+            body=message.body,
+            body_hash=message.body_hash,
+            idempotency_key=message.idempotency_key,
+            created_at=message.created_at,
         )
-        for message, attempt in zip(messages, attempts, strict=True)
+        for message in messages
     ]
 
 
-def message_send(claimed: Claimed) -> Result:
-    """Send a claimed message through its channel (outside any transaction)."""
-    channel = _channel(claimed.channel)
+def claims_renew(claims: list[Claimed], now: datetime) -> None:
+    """Hold the batch's messages still waiting for another CLAIM_LEASE (in the caller's
+    transaction); a claim another batch took over after it ran out stays that batch's."""
+    for token in {claim.token for claim in claims}:
+        Message.objects.filter(
+            pk__in=[c.message_id for c in claims if c.token == token], claimed_by=token
+        ).update(claim_expires_at=now + CLAIM_LEASE)
+
+
+def messages_release(claims: list[Claimed], now: datetime) -> None:
+    """Drop the claims of messages whose send never started (the batch ran out of time):
+    they are as they were, with no attempt counted, and due at once (the dispatch job
+    need not wait for a new message's grace: a worker already tried)."""
+    if not claims:
+        return
+    for token in {claim.token for claim in claims}:
+        Message.objects.filter(
+            pk__in=[c.message_id for c in claims if c.token == token], claimed_by=token
+        ).update(claimed_by="", claim_expires_at=None, next_attempt_at=now)
+
+
+def envelope_of(claim: Claimed, attempt: int) -> Envelope:
+    return Envelope(
+        message_id=claim.message_id,
+        purpose=claim.purpose,
+        target=claim.target,
+        body=claim.body,
+        body_hash=claim.body_hash,
+        idempotency_key=claim.idempotency_key,
+        attempt=attempt,
+        created_at=claim.created_at,
+    )
+
+
+def message_send(started: Started) -> Result:
+    """Send a started message through its channel (outside any transaction)."""
+    channel = _channel(started.channel)
     try:
-        return channel.send(claimed.envelope)
+        return channel.send(started.envelope)
     # A channel bug must not leave the attempt open: it is an unknown outcome.
     except Exception as exc:
         logger.exception(
             "channel %s raised while sending message %s",
-            claimed.channel,
-            claimed.envelope.message_id,
+            started.channel,
+            started.envelope.message_id,
         )
         return Result(Outcome.UNKNOWN, f"the channel raised {type(exc).__name__}: {exc}")

@@ -1,13 +1,26 @@
-"""Record the outcome of each claimed send, and run the purpose's outcome handlers."""
+"""One step of a batch: record the answers that arrived, start the next sends (D-K30).
+
+Each step is one transaction. The answers of the sends that finished since the
+last step are written with the purpose's outcome handlers, and the sends about
+to begin get their attempt rows and turn `unknown`; they start once it commits.
+A batch runs a step whenever an answer arrives or a send may start, so each
+answer is in the database about one transaction after it came, and a worker
+killed at any moment leaves every message exactly as far as it got: claimed
+(and soon claimable again), started without an answer (`unknown`, its attempt
+open), or answered.
+"""
 
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from collections.abc import Iterable
+from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 
+from xworkmate.config.kernel import unknown_cooldown
 from xworkmate.delivery.channels.base import Outcome, Result
 from xworkmate.delivery.models import Attempt, Message
 from xworkmate.delivery.outcomes import run_outcome_handlers
@@ -17,50 +30,44 @@ from xworkmate.delivery.services._common import (
     _not_before_creation,
     retry_rules,
 )
-from xworkmate.delivery.services.claim import Claimed
+from xworkmate.delivery.services.claim import Claimed, Started, claims_renew, envelope_of
 
 # Named as when the write path was one module (its log lines keep their logger).
 logger = logging.getLogger("xworkmate.delivery.services")
 
-
-# A claimed send and the outcome its channel reported; None for a claimed message
-# whose send never started (its batch ran out of time): it is released as if it
-# had not been claimed.
-SendOutcome = tuple[Claimed, Result | None]
+# A started send and the outcome its channel reported.
+SendOutcome = tuple[Started, Result]
 
 
-def _record(outcomes: list[SendOutcome], now: datetime) -> list[Message]:
-    """Write the outcomes (one transaction, opened by the caller) and run the handlers.
-
-    One UPDATE per distinct outcome rather than one per message: in a batch most
-    outcomes are alike ("HTTP 200"), so a batch costs a handful of statements.
-    """
-    ids = {claimed.envelope.message_id for claimed, _ in outcomes}
-    # Locked in id order, as every recorder locks them: two recorders that share
-    # messages (one whose lease ran out, and the next attempt's) never deadlock.
-    messages = {
+def _locked(ids: Iterable[int]) -> dict[int, Message]:
+    # Locked in id order, as every writer of a step locks them: two steps that share
+    # messages (one whose claim ran out, and the batch that took it over) never
+    # deadlock.
+    return {
         message.pk: message
-        for message in Message.objects.select_for_update().filter(pk__in=ids).order_by("pk")
+        for message in Message.objects.select_for_update().filter(pk__in=set(ids)).order_by("pk")
     }
+
+
+def _record(outcomes: list[SendOutcome], messages: dict[int, Message], now: datetime) -> None:
+    """Write the outcomes into the locked rows and run the handlers.
+
+    One UPDATE per distinct outcome rather than one per message: in a step most
+    outcomes are alike ("HTTP 200"), so it costs a handful of statements.
+    """
     rules = retry_rules()
     attempts_by_outcome: dict[tuple[str, str], list[int]] = {}
     messages_by_state: dict[tuple[str, datetime | None, str], list[int]] = {}
     changed: list[tuple[Message, Outcome, bool]] = []
-    released: list[Claimed] = []
-    for claimed, result in outcomes:
-        message = messages[claimed.envelope.message_id]
-        number = claimed.envelope.attempt
-        owned = message.attempt_count == number and message.status != Message.SENT
-        if result is None:
-            if owned:
-                released.append(claimed)
-            continue
+    for started, result in outcomes:
+        message = messages[started.envelope.message_id]
+        number = started.envelope.attempt
         attempts_by_outcome.setdefault((result.outcome.value, result.detail), []).append(
-            claimed.attempt_id
+            started.attempt_id
         )
-        if not owned:
-            # A later attempt (after this one outlived its lease) or an ack owns
-            # the status now; this outcome stays in the attempt's record only.
+        if message.attempt_count != number or message.status == Message.SENT:
+            # A later attempt (after this one was abandoned) or an ack owns the
+            # status now; this outcome stays in the attempt's record only.
             continue
         state = after_send(
             result.outcome,
@@ -78,6 +85,8 @@ def _record(outcomes: list[SendOutcome], now: datetime) -> list[Message]:
         messages_by_state.setdefault(key, []).append(message.pk)
         changed.append((message, result.outcome, state.final))
     for (outcome, detail), attempt_ids in attempts_by_outcome.items():
+        # An attempt the dispatch job already closed as abandoned keeps the answer
+        # that finally came: it is the truth about that send.
         Attempt.objects.filter(pk__in=attempt_ids).update(
             finished_at=now, outcome=outcome, detail=detail
         )
@@ -89,56 +98,113 @@ def _record(outcomes: list[SendOutcome], now: datetime) -> list[Message]:
             last_error=last_error,
             updated_at=_not_before_creation(now),
         )
-    if released:
-        _release(released, [messages[one.envelope.message_id] for one in released], now)
     for message, outcome, final in changed:
         run_outcome_handlers(message, outcome, final)
-    return [messages[claimed.envelope.message_id] for claimed, _ in outcomes]
 
 
-def _release(released: list[Claimed], messages: list[Message], now: datetime) -> None:
-    """Undo the claim of messages whose send never started: nothing left the
-    service, so no attempt is counted and they are due again at once (pending).
-
-    `messages` are the locked rows of `released`, still owned by these attempts;
-    they are brought up to date in memory as the UPDATE writes them.
-    """
-    Attempt.objects.filter(pk__in=[claimed.attempt_id for claimed in released]).delete()
-    Message.objects.filter(pk__in=[message.pk for message in messages]).update(
-        status=Message.PENDING,
-        attempt_count=F("attempt_count") - 1,
-        next_attempt_at=now,
-        updated_at=_not_before_creation(now),
-    )
-    for message in messages:
-        message.status = Message.PENDING
-        message.attempt_count -= 1
-        message.next_attempt_at = now
-        message.updated_at = max(now, message.created_at)
-
-
-def messages_record_outcomes(*, outcomes: list[SendOutcome], now: datetime) -> list[Message]:
-    """Write the outcome the channel reported for each claimed attempt, and run the handlers.
-
-    All in one transaction. If an outcome handler raises, that rolls back the
-    batch; each outcome is then written in a transaction of its own, so only the
-    message whose handler failed stays unrecorded (`unknown`, as after a worker
-    that died), and the first error is raised again once the others are written.
-    """
-    if not outcomes:
+def _start(
+    claims: list[Claimed], messages: dict[int, Message], now: datetime, by: str
+) -> list[Started]:
+    """Begin the sends of the claims still this batch's: attempt rows, `unknown`."""
+    startable: list[tuple[Claimed, Message]] = []
+    for claim in claims:
+        message = messages.get(claim.message_id)
+        if (
+            message is None
+            or message.claimed_by != claim.token
+            or message.claim_expires_at is None
+            or message.claim_expires_at <= now
+            or message.status == Message.SENT
+        ):
+            # The claim ran out and another batch may hold it, or it was
+            # acknowledged meanwhile: this batch must not send it.
+            continue
+        startable.append((claim, message))
+    if not startable:
         return []
+    attempts = Attempt.objects.bulk_create(
+        Attempt(
+            message=message,
+            number=message.attempt_count + 1,
+            channel=message.channel,
+            started_at=now,
+            by=by,
+            resent_by_id=message.resend_requested_by_id,
+        )
+        for _, message in startable
+    )
+    if any(attempt.pk is None for attempt in attempts):
+        # SQLite before 3.35 returns no ids from a bulk INSERT: read them back.
+        read_back = {
+            (message_id, number): pk
+            for message_id, number, pk in Attempt.objects.filter(
+                message__in=[message for _, message in startable]
+            ).values_list("message_id", "number", "pk")
+        }
+        for attempt in attempts:
+            attempt.pk = read_back[(attempt.message_id, attempt.number)]
+    # The lease of a started send: nobody sends it again before the cooldown, and
+    # then only when its channel de-duplicates (after_send decides the rest).
+    cooldown = unknown_cooldown(settings.XWORKMATE)
+    leases: dict[datetime | None, list[int]] = {}
+    for _, message in startable:
+        lease = now + cooldown if _channel(message.channel).deduplicates else None
+        leases.setdefault(lease, []).append(message.pk)
+        message.attempt_count += 1
+    for lease, ids in leases.items():
+        Message.objects.filter(pk__in=ids).update(
+            status=Message.UNKNOWN,
+            attempt_count=F("attempt_count") + 1,
+            next_attempt_at=lease,
+            resend_requested_by=None,
+            claimed_by="",
+            claim_expires_at=None,
+            updated_at=_not_before_creation(now),
+        )
+    return [
+        Started(
+            envelope=envelope_of(claim, attempt.number),
+            channel=claim.channel,
+            attempt_id=attempt.pk,
+        )
+        for (claim, _), attempt in zip(startable, attempts, strict=True)
+    ]
+
+
+def deliveries_step(
+    *,
+    finished: list[SendOutcome],
+    start: list[Claimed],
+    renew: list[Claimed],
+    now: datetime,
+    by: str,
+) -> list[Started]:
+    """Record `finished`, begin the sends of `start`, renew the claims of `renew`: one
+    transaction. Answers the sends that may begin now (a claim that ran out is left).
+
+    If an outcome handler raises, that rolls the step back; each answer is then
+    written in a transaction of its own, so only the message whose handler failed
+    stays unrecorded (`unknown`, its attempt open, as after a worker that died).
+    When one did, the first error is raised and nothing of `start` was begun (the
+    caller may offer those claims again); otherwise the sends are begun in one more
+    transaction, as if nothing had happened.
+    """
+    ids = [s.envelope.message_id for s, _ in finished] + [c.message_id for c in start]
     try:
         with transaction.atomic():
-            return _record(outcomes, now)
+            messages = _locked(ids)
+            _record(finished, messages, now)
+            started = _start(start, messages, now, by)
+            claims_renew(renew, now)
+            return started
     except Exception:
-        if len(outcomes) == 1:
+        if not finished:
             raise
-    recorded: list[Message] = []
     first_error: Exception | None = None
-    for one in outcomes:
+    for one in finished:
         try:
             with transaction.atomic():
-                recorded.extend(_record([one], now))
+                _record([one], _locked([one[0].envelope.message_id]), now)
         except Exception as exc:
             # The log line keeps the words it always had.
             logger.exception(
@@ -147,4 +213,36 @@ def messages_record_outcomes(*, outcomes: list[SendOutcome], now: datetime) -> l
             first_error = first_error or exc
     if first_error is not None:
         raise first_error
-    return recorded
+    with transaction.atomic():
+        started = _start(start, _locked(c.message_id for c in start), now, by)
+        claims_renew(renew, now)
+    return started
+
+
+def attempts_close_abandoned(now: datetime, *, older_than: timedelta) -> int:
+    """Close the attempts no worker can still be sending (started before `now -
+    older_than`, no answer): outcome `unknown`, the detail saying why. A message whose
+    latest attempt it is keeps `unknown` and says so in its last error, for the
+    operator who decides whether to send it again. How many were closed."""
+    cutoff = now - older_than
+    with transaction.atomic():
+        abandoned = list(
+            Attempt.objects.select_for_update(skip_locked=True)
+            .filter(finished_at__isnull=True, started_at__lt=cutoff)
+            .values_list("pk", "message_id", "number", "started_at")
+        )
+        if not abandoned:
+            return 0
+        for pk, message_id, number, started_at in abandoned:
+            detail = (
+                f"abandoned: the send began at {started_at.isoformat()} and no answer was "
+                "recorded; its worker stopped (killed, crashed or past its time limit), so it "
+                "may or may not have arrived"
+            )
+            Attempt.objects.filter(pk=pk).update(
+                finished_at=max(now, started_at), outcome=Outcome.UNKNOWN.value, detail=detail
+            )
+            Message.objects.filter(
+                pk=message_id, attempt_count=number, status=Message.UNKNOWN
+            ).update(last_error=detail, updated_at=_not_before_creation(now))
+    return len(abandoned)
