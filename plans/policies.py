@@ -22,12 +22,15 @@ __all__ = [
     "STUCK_RUNNING_MS",
     "CatchUp",
     "ConfirmationVerdict",
+    "FireTimes",
     "JobOutcome",
     "SeenTurn",
     "catch_up",
     "clarification_problems",
     "confirmation_verdict",
     "display_status",
+    "fire_times",
+    "fires_after",
     "first_instruction",
     "is_schedule_request",
     "job_next_run_ms",
@@ -342,7 +345,7 @@ def job_outcome(
     consecutive_errors: int,
     host_tz: str,
     job_id: str,
-    run_at_ms: int,
+    run_at_ms: int | None,
     retry_one_shot: bool = False,
 ) -> JobOutcome:
     """OpenClaw's `applyJobResult` (§8.5) with the backoff of D-C8.
@@ -351,6 +354,8 @@ def job_outcome(
     this run. A one-shot is removed after success and disabled after anything
     else (no retry unless the plan asks for it, D-C8); a recurring job that
     failed waits at least its backoff, one that succeeded at least 2 s.
+    `run_at_ms` is the fire time the run stood for (D-C20: an `every` continues on
+    its grid from it), or None for a run forced off the grid.
     """
     errors = consecutive_errors + 1 if status == "error" else 0
     kind = _kind(schedule)
@@ -382,6 +387,34 @@ def job_outcome(
 
 
 @dataclass(frozen=True)
+class FireTimes:
+    times: tuple[int, ...]  # oldest first; the newest MAX_MISSED_RECORDED + 1 of them
+    more: int  # older fire times beyond those, dropped (counted in a row's note)
+    next_ms: int | None  # the first fire time after the span
+
+
+def fire_times(
+    schedule: Mapping[str, object], *, due_ms: int, to_ms: int, host_tz: str, job_id: str
+) -> FireTimes:
+    """The fire times of a recurring schedule from `due_ms` (a job's due time is one)
+    through `to_ms`, on the schedule's own grid (an `every` on its anchor's steps)."""
+    passed = [due_ms] if due_ms <= to_ms else []
+    more = 0
+    cursor: int | None = due_ms
+    while cursor is not None:
+        # + 1: an every schedule answers "now" itself when now is on a boundary.
+        cursor = compute_next_run_ms(schedule, now_ms=cursor + 1, host_tz=host_tz, job_id=job_id)
+        if cursor is None or cursor > to_ms:
+            break
+        if len(passed) > MAX_MISSED_RECORDED:
+            # Keep the newest MAX_MISSED_RECORDED + 1; count the dropped oldest ones.
+            passed.pop(0)
+            more += 1
+        passed.append(cursor)
+    return FireTimes(tuple(passed), more, cursor if due_ms <= to_ms else due_ms)
+
+
+@dataclass(frozen=True)
 class CatchUp:
     run_ms: int | None  # the fire time to run now, if any
     missed_ms: tuple[int, ...]  # fire times recorded as missed (at most MAX_MISSED_RECORDED)
@@ -407,22 +440,22 @@ def catch_up(
     """
     if _kind(schedule) == "at":
         return CatchUp(due_ms, (), 0, None)
-    passed = [due_ms]
-    more = 0
-    cursor: int | None = due_ms
-    while cursor is not None:
-        # + 1: an every schedule answers "now" itself when now is on a boundary.
-        cursor = compute_next_run_ms(schedule, now_ms=cursor + 1, host_tz=host_tz, job_id=job_id)
-        if cursor is None or cursor > now_ms:
-            break
-        if len(passed) > MAX_MISSED_RECORDED:
-            # Keep the newest MAX_MISSED_RECORDED + 1; count the dropped oldest ones.
-            passed.pop(0)
-            more += 1
-        passed.append(cursor)
+    span = fire_times(schedule, due_ms=due_ms, to_ms=max(now_ms, due_ms), host_tz=host_tz,
+                      job_id=job_id)
+    passed = list(span.times)
     if policy == "skip" and len(passed) > 1:
-        return CatchUp(None, tuple(passed), more, cursor)
-    return CatchUp(passed[-1], tuple(passed[:-1]), more, cursor)
+        return CatchUp(None, tuple(passed), span.more, span.next_ms)
+    return CatchUp(passed[-1], tuple(passed[:-1]), span.more, span.next_ms)
+
+
+def fires_after(
+    schedule: Mapping[str, object], *, fire_at_ms: int, host_tz: str, job_id: str
+) -> int | None:
+    """The schedule's first fire time after `fire_at_ms` (None for a one-shot): what a
+    job waits for while the run of that fire time is out (D-C20)."""
+    if _kind(schedule) == "at":
+        return None
+    return compute_next_run_ms(schedule, now_ms=fire_at_ms + 1, host_tz=host_tz, job_id=job_id)
 
 
 # --- the list's display status (§6) -----------------------------------------------------------

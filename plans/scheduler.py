@@ -11,7 +11,6 @@ job's policy (D-C10); one bad job does not stop the others.
 from __future__ import annotations
 
 import logging
-import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -20,7 +19,7 @@ from django.db.models import QuerySet
 from plans.models import Job, Run
 from plans.policies import STUCK_RUNNING_MS, catch_up
 from plans.services._common import _from_ms, _host_tz, _ms
-from plans.services._runs import _finish, _start_run
+from plans.services._runs import _finish, _start_run, record_fire_times, skip_while_running
 from xworkmate.claims import claim_and_handle, claim_row
 
 logger = logging.getLogger(__name__)
@@ -34,30 +33,18 @@ class TickReport:
     started: int = 0
     missed: int = 0
     cleared: int = 0
+    skipped: int = 0
 
 
 def _record_missed(job: Job, fire_times: tuple[int, ...], more: int, *, now: datetime) -> int:
-    if not fire_times:
-        return 0
-    rows = []
-    for index, fire_at_ms in enumerate(fire_times):
-        note = "missed: the scheduler was not running at this fire time"
-        if more and index == len(fire_times) - 1:
-            note += f" ({more} earlier fire times were missed too)"
-        rows.append(
-            Run(
-                job=job,
-                fire_at_ms=fire_at_ms,
-                run_id=str(uuid.uuid4()),
-                revision_id=job.confirmation.revision_id,
-                status=Run.MISSED,
-                error=note,
-                created_at=now,
-                finished_at=now,
-            )
-        )
-    Run.objects.bulk_create(rows, ignore_conflicts=True)
-    return len(rows)
+    return record_fire_times(
+        job,
+        fire_times,
+        more,
+        status=Run.MISSED,
+        note="missed: the scheduler was not running at this fire time",
+        now=now,
+    )
 
 
 def _due(now: datetime) -> QuerySet[Job]:
@@ -72,12 +59,15 @@ def scheduler_tick(*, now: datetime, limit: int = TICK_BATCH) -> TickReport:
     docstring); a job that fails is logged and rolled back alone.
     """
     now_ms = _ms(now)
-    counts = {"started": 0, "missed": 0, "cleared": 0}
+    counts = {"started": 0, "missed": 0, "cleared": 0, "skipped": 0}
     candidates = list(_due(now).order_by("next_run_at").values_list("pk", "job_id")[:limit])
 
     def handle(job: Job) -> None:
         if job.running_at_ms is not None:
             if now_ms - job.running_at_ms <= STUCK_RUNNING_MS:
+                # Its previous run is still out: these fire times are skipped, each
+                # with a row that says so (D-C20), and the job waits for the next.
+                counts["skipped"] += skip_while_running(job, up_to=now, now=now)
                 return
             _clear_stuck(job, now=now)
             counts["cleared"] += 1

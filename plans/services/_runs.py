@@ -10,7 +10,7 @@ from datetime import datetime
 
 from plans.models import Entry, Job, Revision, Run
 from plans.planfile import archive_timestamp
-from plans.policies import job_outcome
+from plans.policies import fire_times, fires_after, job_outcome
 from plans.services._common import _from_ms, _host_tz, _ms
 from plans.services._revisions import _blocks
 from xworkmate.delivery.services import outbox_enqueue
@@ -64,8 +64,68 @@ def _start_run(job: Job, *, fire_at_ms: int, forced: bool, now: datetime) -> Run
         created_at=now,
     )
     job.running_at_ms = now_ms
-    job.save(update_fields=["running_at_ms"])
+    if not forced:
+        # While this fire time's run is out the job waits for the next one, which the
+        # tick records as skipped if the run is still out then (D-C20). A forced run
+        # leaves the job's due time alone: a fire time due meanwhile is skipped too.
+        following = fires_after(
+            job.schedule, fire_at_ms=fire_at_ms, host_tz=_host_tz(), job_id=job.job_id
+        )
+        job.next_run_at = _from_ms(following) if following is not None else None
+    job.save(update_fields=["running_at_ms", "next_run_at"])
     return run
+
+
+SKIPPED_RUNNING = "skipped: the previous run was still running at this fire time"
+
+
+def record_fire_times(
+    job: Job, times: tuple[int, ...], more: int, *, status: str, note: str, now: datetime
+) -> int:
+    """A closed row for each fire time that did not run (missed, skipped), with why;
+    `more` older ones beyond them are counted in the newest row's note."""
+    if not times:
+        return 0
+    rows = []
+    for index, fire_at_ms in enumerate(times):
+        text = note
+        if more and index == len(times) - 1:
+            text += f" ({more} earlier fire times were {status} too)"
+        rows.append(
+            Run(
+                job=job,
+                fire_at_ms=fire_at_ms,
+                run_id=str(uuid.uuid4()),
+                revision_id=job.confirmation.revision_id,
+                status=status,
+                error=text,
+                created_at=now,
+                finished_at=now,
+            )
+        )
+    # A fire time that already has a row (its run) keeps it.
+    Run.objects.bulk_create(rows, ignore_conflicts=True)
+    return len(rows)
+
+
+def skip_while_running(job: Job, *, up_to: datetime, now: datetime) -> int:
+    """Record the job's fire times due by `up_to` as skipped (its run is still out) and
+    move it to the first fire time after; how many were recorded (D-C20)."""
+    if job.next_run_at is None or job.next_run_at > up_to or job.schedule.get("kind") == "at":
+        return 0
+    span = fire_times(
+        job.schedule,
+        due_ms=_ms(job.next_run_at),
+        to_ms=_ms(up_to),
+        host_tz=_host_tz(),
+        job_id=job.job_id,
+    )
+    recorded = record_fire_times(
+        job, span.times, span.more, status=Run.SKIPPED, note=SKIPPED_RUNNING, now=now
+    )
+    job.next_run_at = _from_ms(span.next_ms) if span.next_ms is not None else None
+    job.save(update_fields=["next_run_at"])
+    return recorded
 
 
 def _confirmed_text_note(job: Job) -> str:
@@ -85,7 +145,9 @@ def _confirmed_text_note(job: Job) -> str:
 
 
 def _finish(run: Run, job: Job, *, status: str, error: str, now: datetime) -> None:
-    """Close a run and apply its result to the job (§8.5, D-C8)."""
+    """Close a run and apply its result to the job (§8.5, D-C8); the fire times that
+    passed while it was out and no tick saw get their skipped rows first (D-C20)."""
+    skip_while_running(job, up_to=now, now=now)
     ended_ms = _ms(now)
     run.status = status
     run.error = error
@@ -98,7 +160,8 @@ def _finish(run: Run, job: Job, *, status: str, error: str, now: datetime) -> No
         consecutive_errors=job.consecutive_errors,
         host_tz=_host_tz(),
         job_id=job.job_id,
-        run_at_ms=run.run_at_ms or ended_ms,
+        # The fire time it stood for: an `every` continues on its grid (D-C20).
+        run_at_ms=None if run.forced else run.fire_at_ms,
     )
     job.running_at_ms = None
     job.last_run_at_ms = run.run_at_ms
