@@ -180,13 +180,17 @@ class Service:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
 
-    def outbox_by_status(self) -> dict[str, int]:
-        """Every outbox message by status, read from the SQLite file itself."""
+    def outbox_by_status(self, *, pushed: bool) -> dict[str, int]:
+        """The outbox messages by status, read from the SQLite file itself: those the
+        service pushes (the webhook), or those on the record channel, which wait for
+        the bridge to fetch them (the watchdog's recoveries, say) and are never pushed."""
         db = sqlite3.connect(f"file:{self.home / 'xworkmate.sqlite3'}?mode=ro", uri=True,
                              timeout=30)
         try:
             rows = db.execute(
-                "SELECT status, COUNT(*) FROM delivery_message GROUP BY status"
+                "SELECT status, COUNT(*) FROM delivery_message WHERE (channel = 'record') = ? "
+                "GROUP BY status",
+                (0 if pushed else 1,),
             ).fetchall()
         finally:
             db.close()
@@ -220,6 +224,7 @@ class Result:
     messages_enqueued: int
     messages_by_status: dict[str, int]
     messages_delivered: int
+    messages_for_the_bridge: dict[str, int]
     runs_requested: int
     runs_recorded: int
     worker_restarts: int
@@ -249,9 +254,11 @@ class Result:
             ("minutes", f"{self.minutes:.1f}"),
             ("requests", str(self.requests)),
             ("heartbeats (touch-progress + work-cycle-tick)", str(self.heartbeats)),
-            ("messages enqueued", str(self.messages_enqueued)),
+            ("messages enqueued for the webhook", str(self.messages_enqueued)),
             ("messages delivered (receiver)", str(self.messages_delivered)),
-            ("outbox by status", json.dumps(self.messages_by_status, sort_keys=True)),
+            ("webhook messages by status", json.dumps(self.messages_by_status, sort_keys=True)),
+            ("record-channel messages (for the bridge)",
+             json.dumps(self.messages_for_the_bridge, sort_keys=True)),
             ("plan runs requested", str(self.runs_requested)),
             ("plan runs recorded ok", str(self.runs_recorded)),
             ("worker deaths", str(self.worker_deaths)),
@@ -427,9 +434,9 @@ def soak(minutes: float, *, plans: int = 2, longruns: int = 3, base: Path | None
             # Let the worker (or delivery-dispatch) send what is still pending.
             deadline = time.monotonic() + drain_timeout
             while time.monotonic() < deadline:
-                _, body = service.health()
-                outbox = body.get("outbox", {}) if isinstance(body, dict) else {}
-                if not outbox.get("pending") and not outbox.get("unknown"):
+                # The webhook's messages only: the record channel's wait for a bridge.
+                waiting = service.outbox_by_status(pushed=True)
+                if not waiting.get("pending") and not waiting.get("unknown"):
                     break
                 time.sleep(1.0)
             runs_recorded = sum(_runs_recorded(client, t) for t in tasks)
@@ -447,7 +454,7 @@ def soak(minutes: float, *, plans: int = 2, longruns: int = 3, base: Path | None
         deaths = len(re.findall(r"xworkmate: worker exited with code", log))
         log_errors = [line for line in log.splitlines()
                       if any(marker in line for marker in LOG_ERRORS)]
-        by_status = service.outbox_by_status()
+        by_status = service.outbox_by_status(pushed=True)
         return Result(
             minutes=elapsed,
             requests=counters.requests,
@@ -455,6 +462,7 @@ def soak(minutes: float, *, plans: int = 2, longruns: int = 3, base: Path | None
             messages_enqueued=sum(by_status.values()),
             messages_by_status=by_status,
             messages_delivered=len(receiver.keys),
+            messages_for_the_bridge=service.outbox_by_status(pushed=False),
             runs_requested=counters.runs_requested,
             runs_recorded=runs_recorded,
             worker_restarts=int(worker.get("restarts", 0) or 0),
