@@ -12,7 +12,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import urllib.error
@@ -26,6 +25,8 @@ from django.db import connection
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
+# Re-exported: the tests have always taken it from here.
+from tests.support.ports import free_port as free_port
 from xworkmate import methods as gateway
 from xworkmate.lib.errors import ConflictError, InputError
 from xworkmate.services import api_key_create
@@ -64,12 +65,6 @@ def configure(settings: Any, section: str, **values: Any) -> None:
     }
     settings.XWORKMATE = dataclasses.replace(config, sections=sections)
 
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 nobody listens on (for a server a test starts)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def copy_checkout(target: Path) -> Path:

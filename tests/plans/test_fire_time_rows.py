@@ -40,6 +40,7 @@ def every_minute(propose) -> Job:
 
 
 def _finish(run: Run, at: datetime) -> None:
+    assert run.delivery_message_id is not None
     message = Message.objects.get(id=run.delivery_message_id)
     message.updated_at = at
     run_record_delivery(message, Outcome.SENT, True)

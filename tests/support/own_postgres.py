@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.conftest import free_port
+from tests.support.ports import free_port
 
 __all__ = ["OwnPostgres", "own_postgres"]
 

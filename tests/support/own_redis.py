@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.conftest import free_port
+from tests.support.ports import free_port
 
 __all__ = ["OwnRedis", "own_redis"]
 
