@@ -1,6 +1,6 @@
 """Benchmark of the outbox: enqueue-to-sent through the webhook channel, next to a bare loop.
 
-Usage: python bench/delivery.py [--messages 1000] [--concurrency 1,4]
+Usage: python bench/delivery.py [--messages 1000] [--concurrency 1,2]
            [--database-url postgresql://postgres@127.0.0.1:5432/xworkmate_bench_delivery]
            [--broker-url redis://127.0.0.1:6379/13]
 
@@ -281,7 +281,7 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--messages", type=int, default=1000)
-    parser.add_argument("--concurrency", default="1,4", help="worker processes per phase")
+    parser.add_argument("--concurrency", default="1,2", help="worker processes per phase")
     parser.add_argument(
         "--database-url", default="postgresql://postgres@127.0.0.1:5432/xworkmate_bench_delivery"
     )
@@ -370,18 +370,22 @@ def main() -> int:
     if 1 in by_workers:
         one = by_workers[1]
         ratio, drained = one["rate"] / base, one["drain_rate"] / base
-        verdict = "met" if ratio >= 0.5 else "NOT met"
+        verdict = "met" if drained >= 0.5 else "NOT met"
         print(
-            f"target: 1 worker >= 50% of the bare loop: {verdict} "
-            f"({ratio:.0%}; backlog {drained:.0%})"
+            f"target: 1 worker >= 50% of the bare loop (backlog): {verdict} "
+            f"({drained:.0%}; streaming {ratio:.0%}, capped by the one enqueuer)"
         )
-        if 4 in by_workers:
-            four = by_workers[4]
-            scale, drain_scale = four["rate"] / one["rate"], four["drain_rate"] / one["drain_rate"]
-            verdict = "met" if scale >= 2 else "NOT met"
+        # Issue 21: two workers at 1.6x one on a 2-CPU machine (the backlog, where the
+        # sender is measured apart from the enqueuer); four at 2x where CPUs allow.
+        for k, target in ((2, 1.6), (4, 2.0)):
+            if k not in by_workers:
+                continue
+            many = by_workers[k]
+            scale, drain_scale = many["rate"] / one["rate"], many["drain_rate"] / one["drain_rate"]
+            verdict = "met" if drain_scale >= target else "NOT met"
             print(
-                f"target: 4 workers >= 2x 1 worker: {verdict} "
-                f"({scale:.2f}x; backlog {drain_scale:.2f}x)"
+                f"target: {k} workers >= {target}x 1 worker (backlog): {verdict} "
+                f"({drain_scale:.2f}x; streaming {scale:.2f}x)"
             )
     ok = True
     if received.value != expected or any(row["errors"] for _, row in rows):

@@ -19,6 +19,7 @@ Three steps, each its own short transaction except the send:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import secrets
 from dataclasses import dataclass
@@ -44,15 +45,17 @@ CLAIM_LEASE = timedelta(seconds=20)
 class Claimed:
     """A message taken for a batch, not started: what its send will carry but the number."""
 
-    message_id: int
     channel: str
     token: str  # the batch's claim
-    purpose: str
-    target: str
-    body: str
-    body_hash: str
-    idempotency_key: str
-    created_at: datetime
+    unnumbered: Envelope  # attempt 0: the number is known only when the send begins
+
+    @property
+    def message_id(self) -> int:
+        return self.unnumbered.message_id
+
+    @property
+    def target(self) -> str:
+        return self.unnumbered.target
 
 
 @dataclass(frozen=True)
@@ -106,15 +109,18 @@ def messages_claim(*, new: bool, now: datetime, limit: int) -> list[Claimed]:
         )
     return [
         Claimed(
-            message_id=message.pk,
             channel=message.channel,
             token=token,
-            purpose=message.purpose,
-            target=message.target,
-            body=message.body,
-            body_hash=message.body_hash,
-            idempotency_key=message.idempotency_key,
-            created_at=message.created_at,
+            unnumbered=Envelope(
+                message_id=message.pk,
+                purpose=message.purpose,
+                target=message.target,
+                body=message.body,
+                body_hash=message.body_hash,
+                idempotency_key=message.idempotency_key,
+                attempt=0,
+                created_at=message.created_at,
+            ),
         )
         for message in messages
     ]
@@ -142,16 +148,7 @@ def messages_release(claims: list[Claimed], now: datetime) -> None:
 
 
 def envelope_of(claim: Claimed, attempt: int) -> Envelope:
-    return Envelope(
-        message_id=claim.message_id,
-        purpose=claim.purpose,
-        target=claim.target,
-        body=claim.body,
-        body_hash=claim.body_hash,
-        idempotency_key=claim.idempotency_key,
-        attempt=attempt,
-        created_at=claim.created_at,
-    )
+    return dataclasses.replace(claim.unnumbered, attempt=attempt)
 
 
 def message_send(started: Started) -> Result:

@@ -1,0 +1,202 @@
+"""Load: the production profile on PostgreSQL and Redis under 16 mixed clients (issue 21).
+
+Usage: python bench/load.py [--clients 16] [--seconds 60] [--web-workers 5]
+
+Run by hand, never by the tests. Loopback only, and bounded: it starts a PostgreSQL
+cluster and a redis-server of its own on free ports (tests/support: initdb in a
+temporary folder, as the `postgres` account when run as root), migrates, then runs
+`xworkmate serve` (gunicorn, one Celery worker, one beat) against them, and stops
+all of it, by PID, when done.
+
+Each client is a process of its own and loops over a mix: session.prepare and
+tasks.get through the gateway, a long task's work-cycle-tick and touch-progress
+(its heartbeat), reads of a plan and of the plans list, and every tenth round a
+plan proposed and confirmed. The table shows, per call, requests, requests/s and
+p50/p99 latency, and the errors (anything but the call's success status), which
+must be 0; and the most database connections the service held at once, sampled
+every second from pg_stat_activity.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench._common import PYTHON, free_port, request  # noqa: E402 (needs ROOT on the path)
+from tests.support.own_postgres import own_postgres  # noqa: E402
+from tests.support.own_redis import own_redis  # noqa: E402
+
+SCOPES = ("gateway:write", "plans:write", "longrun:write")
+Sample = tuple[str, float, bool]
+
+
+def _long_task(client: int, state: str) -> dict[str, str]:
+    return {
+        "task": f"负载长任务 {client}", "origin_session_key": f"agent:load:longrun:{client}",
+        "state": state, "session": f"负载会话 {client}", "goal": "负载下的心跳",
+        "done_when": "负载结束", "blocked_when": "服务无响应", "boundary": "本机",
+        "next_check": "30m", "note": "开始", "progress_every": "3m",
+    }
+
+
+def _proposal(client: int, i: int) -> dict[str, object]:
+    return {
+        "sessionKey": f"agent:load:user:u-{client}:direct:chat-{client}", "turnId": f"t-{i}-1",
+        "taskName": f"负载计划 {client}-{i}", "persona": "库存管理助理", "objective": "负载测试",
+        "result": "计划被确认", "steps": ["读取库存表并生成日报"],
+        "schedule": {"kind": "cron", "expr": "0 9 * * *", "tz": "Asia/Shanghai"},
+    }
+
+
+def _client(args: tuple[int, str, int, float]) -> list[Sample]:
+    port, token, client, seconds = args
+    samples: list[Sample] = []
+
+    def call(name: str, method: str, path: str, body: object | None, ok: int = 200) -> bytes:
+        start = time.perf_counter()
+        status, data = request(port, token, method, path, body)
+        samples.append((name, time.perf_counter() - start, status == ok))
+        return data
+
+    import json
+
+    call("task-state set", "POST", "/api/longrun/task-state/set", _long_task(client, "executing"))
+    proposed = json.loads(call("plans propose", "POST", "/api/plans/propose",
+                               _proposal(client, 0), ok=201))
+    plan = proposed["plan"]["taskId"]
+    deadline = time.perf_counter() + seconds
+    i = 0
+    while time.perf_counter() < deadline:
+        i += 1
+        thread = f"thread-{client}-{i % 20}"
+        call("session.prepare", "POST", "/gateway/xworkmate.session.prepare", {
+            "schemaVersion": 1, "appThreadKey": thread,
+            "openclawSessionKey": f"agent:main:{thread}", "runId": f"load-{client}-{i}"})
+        call("tasks.get", "POST", "/gateway/xworkmate.tasks.get",
+             {"appThreadKey": thread, "runId": f"load-{client}-{i}", "includeArtifacts": False})
+        call("work-cycle-tick", "POST", "/api/longrun/work-cycle-tick",
+             {"task": f"负载长任务 {client}", "step": f"第 {i} 步"})
+        call("touch-progress", "POST", "/api/longrun/task-state/touch-progress",
+             {"task": f"负载长任务 {client}", "note": f"第 {i} 步"})
+        call("plan read", "GET", f"/api/plans/{plan}", None)
+        call("plans list", "GET", "/api/plans?limit=20", None)
+        if i % 10 == 0:
+            body = json.loads(call("plans propose", "POST", "/api/plans/propose",
+                                   _proposal(client, i), ok=201))
+            task = body["plan"]["taskId"]
+            call("plans confirm", "POST", f"/api/plans/{task}/confirm",
+                 {"revision": 1, "message": "确认", "turnId": f"t-{i}-2"})
+    return samples
+
+
+def _manage(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run([PYTHON, "manage.py", *args], cwd=ROOT, env=env, check=True,
+                          capture_output=True, text=True)
+    return done.stdout
+
+
+def _connections(url: str, stop: threading.Event, most: list[int]) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        while not stop.wait(1.0):
+            row = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid()"
+            ).fetchone()
+            most[0] = max(most[0], int(row[0]) if row else 0)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--web-workers", type=int, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="xworkmate-load-") as tmp, own_postgres() as cluster, \
+            own_redis(Path(tmp) / "redis") as broker:
+        cluster.createdb("xworkmate_load")
+        db_url = cluster.url("xworkmate_load")
+        workspace = Path(tmp) / "ws"
+        workspace.mkdir()
+        config = Path(tmp) / "xworkmate.toml"
+        config.write_text(f'[service]\nlanguage_code = "en"\n[workspace]\nroots = ["{workspace}"]\n'
+                          f'[plans]\nworkspace = "{workspace}"\n', encoding="utf-8")
+        env = {**os.environ, "DJANGO_SETTINGS_MODULE": "xworkmate.settings",
+               "XWORKMATE_HOME": str(Path(tmp) / "home"), "XWORKMATE_CONFIG": str(config),
+               "DATABASE_URL": db_url, "CELERY_BROKER_URL": broker.url(0)}
+        _manage(env, "migrate", "--noinput")
+        created = _manage(env, "xworkmate", "apikey", "create", "--name", "load",
+                          *(part for scope in SCOPES for part in ("--scope", scope)))
+        token = created.strip().splitlines()[-1]
+        port = free_port()
+        log = (Path(tmp) / "serve.log").open("wb")
+        service = subprocess.Popen(
+            [str(Path(PYTHON).with_name("xworkmate")), "serve", "--bind", f"127.0.0.1:{port}",
+             "--web-workers", str(args.web_workers), "--workers", "1", "--concurrency", "2"],
+            cwd=tmp, env=env, stdout=log, stderr=log, start_new_session=True,
+        )
+        try:
+            deadline = time.monotonic() + 90
+            while not _ready(port, token):
+                if service.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit("xworkmate serve did not come up:\n"
+                                     + (Path(tmp) / "serve.log").read_text(errors="replace"))
+                time.sleep(0.3)
+            stop = threading.Event()
+            most = [0]
+            sampler = threading.Thread(target=_connections, args=(db_url, stop, most), daemon=True)
+            sampler.start()
+            started = time.perf_counter()
+            with ProcessPoolExecutor(args.clients) as pool:
+                results = list(pool.map(_client, [(port, token, c, args.seconds)
+                                                  for c in range(args.clients)]))
+            elapsed = time.perf_counter() - started
+            stop.set()
+            sampler.join(timeout=5)
+        finally:
+            os.killpg(service.pid, 15)
+            service.wait(timeout=60)
+    samples = [s for client in results for s in client]
+    _print(samples, elapsed, args, most[0])
+    return 0 if all(ok for _, _, ok in samples) else 1
+
+
+def _ready(port: int, token: str) -> bool:
+    try:
+        return request(port, token, "GET", "/api/ping", None, timeout=2)[0] == 200
+    except OSError:
+        return False
+
+
+def _print(
+    samples: list[Sample], elapsed: float, args: argparse.Namespace, connections: int
+) -> None:
+    names = sorted({name for name, _, _ in samples})
+    print(f"{args.clients} clients, {args.seconds:g} s, xworkmate serve with {args.web_workers} "
+          "web workers, 1 Celery worker (2 processes), one beat; own PostgreSQL and Redis")
+    print(f"{'call':<18}{'requests':>10}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}")
+    for name in names:
+        latencies = sorted(lat for n, lat, _ in samples if n == name)
+        errors = sum(1 for n, _, ok in samples if n == name and not ok)
+        p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
+        print(f"{name:<18}{len(latencies):>10}{len(latencies) / elapsed:>9.1f}"
+              f"{statistics.median(latencies) * 1000:>9.1f}{p99 * 1000:>9.1f}{errors:>8}")
+    total_errors = sum(1 for _, _, ok in samples if not ok)
+    print(f"{'all':<18}{len(samples):>10}{len(samples) / elapsed:>9.1f}{'':>18}{total_errors:>8}")
+    print(f"most database connections at once: {connections}")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
