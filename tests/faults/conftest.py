@@ -38,3 +38,8 @@ def own_services(transactional_db: None) -> str:
     if not settings.CELERY_BROKER_URL.startswith("redis://") or ":6379/" in settings.CELERY_BROKER_URL:
         pytest.fail("the fault suite must not run on the machine's shared Redis")
     return marker
+
+
+@pytest.fixture
+def real_services(own_services: str) -> None:
+    """What the integration tests ask for, here: the suite's own servers."""
