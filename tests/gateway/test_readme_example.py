@@ -37,7 +37,7 @@ from tests.conftest import ROOT, copy_checkout, free_port, http_status, stop_gro
 README = ROOT / "README.md"
 SKIP_MARKER = re.compile(r"<!-- readme-test: skip \((?P<reason>[^)]+)\) -->\s*$")
 FENCE = re.compile(r"^```(?P<lang>[a-z]*)\n(?P<body>.*?)^```\n", re.S | re.M)
-LONG_RUNNING = ("make run", "make test", "gunicorn", "celery")
+LONG_RUNNING = ("make run", "make test", "gunicorn", "celery", "xworkmate serve", "scripts/faults")
 WIRE_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 DOC_HOME = "/home/me"
 SEPARATOR = "\x1dreadme-block"
