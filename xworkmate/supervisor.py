@@ -13,10 +13,12 @@ restarts its own workers, and a master that is gone usually means its port is.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -147,6 +149,25 @@ def commands(
             worker += ["--without-mingle", "--without-gossip", "--without-heartbeat"]
         cmds[name] = worker
     return cmds
+
+
+def port_problem(host: str, port: int) -> str | None:
+    """Why the web server could not listen on `host:port` (in use, not allowed), or None.
+
+    Checked before anything starts, so a busy port is one line instead of a
+    bootstrap, a worker and a beat started for a gunicorn that then retries and
+    gives up (issue 22). SO_REUSEADDR, as gunicorn binds: a port in TIME_WAIT is free.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host.strip("[]"), port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return f"{host}:{port} is already in use (another service, or another run)"
+            return f"cannot listen on {host}:{port}: {exc.strerror}"
+    return None
 
 
 class AlreadyRunning(RuntimeError):

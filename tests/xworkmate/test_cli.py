@@ -94,3 +94,11 @@ def test_it_refuses_a_bad_port(transactional_db):
     result = manage("xworkmate", "run", env={"XWORKMATE_PORT": "http"})
     assert result.returncode == 1
     assert "XWORKMATE_PORT: must be a TCP port number 1-65535 (got 'http')" in result.stderr
+
+
+def test_checking_a_missing_file_names_that_file(transactional_db, tmp_path):
+    missing = tmp_path / "missing.toml"
+    result = manage("xworkmate", "config", "--check", str(missing))
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[0] == f"{missing}: config file not found"
+    assert "XWORKMATE_CONFIG" not in result.stderr

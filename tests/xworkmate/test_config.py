@@ -259,6 +259,9 @@ def test_it_names_the_file_in_syntax_and_missing_file_errors(tmp_path):
         load_config(broken, env={}, cwd=tmp_path)
     with pytest.raises(ConfigError, match="XWORKMATE_CONFIG: config file not found: /nope.toml"):
         load_config(env={"XWORKMATE_CONFIG": "/nope.toml"}, cwd=tmp_path)
+    # A file named by the caller (`config --check FILE`) is named as such (issue 22).
+    with pytest.raises(ConfigError, match=r"^/nope.toml: config file not found$"):
+        load_config(Path("/nope.toml"), env={"XWORKMATE_CONFIG": "/other.toml"}, cwd=tmp_path)
 
 
 def test_it_finds_the_file_from_env_then_cwd_then_defaults(tmp_path):

@@ -153,3 +153,22 @@ def test_several_worker_processes_get_their_own_names_and_nodes(tmp_path):
     web = cmds["web"]
     assert web[web.index("--bind") + 1] == "0.0.0.0:8000"
     assert web[web.index("--workers") + 1] == "9"
+
+
+def test_a_busy_port_is_one_line_before_anything_starts(tmp_path):
+    import socket
+
+    home = tmp_path / "home"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = _xworkmate("run", "--port", str(port), home=home, DATABASE_URL="")
+        assert result.returncode == 1
+        assert result.stderr.strip() == (
+            f"CommandError: web port (XWORKMATE_PORT or --port): 127.0.0.1:{port} is already "
+            "in use (another service, or another run)"
+        )
+        assert "started" not in result.stdout
+        # Nothing migrated, bootstrapped or started.
+        assert not (home / "xworkmate.sqlite3").exists()

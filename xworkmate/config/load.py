@@ -175,13 +175,16 @@ def load_config(
     """Read, validate and type the configuration; raise ConfigError listing every problem."""
     env = os.environ if env is None else env
     cwd = Path.cwd() if cwd is None else cwd
+    # Who named the file, for a missing one: the variable, or the caller (`--check FILE`).
+    named_by = None
     if path is None:
         path = resolve_config_path(env, cwd)
+        named_by = CONFIG_ENV
     raw: dict[str, Any] = {}
     source = "built-in defaults"
     if path is not None:
         source = str(path)
-        raw = _read_toml(path)
+        raw = _read_toml(path, named_by=named_by)
     return _build(raw, source=source, env=env, home=resolve_home(env, cwd), sections=sections)
 
 
@@ -202,12 +205,14 @@ def parse_config_text(
     )
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def _read_toml(path: Path, *, named_by: str | None) -> dict[str, Any]:
     try:
         with path.open("rb") as handle:
             return tomllib.load(handle)
     except FileNotFoundError as exc:
-        raise ConfigError([f"{CONFIG_ENV}: config file not found: {path}"]) from exc
+        if named_by is None:
+            raise ConfigError([f"{path}: config file not found"]) from exc
+        raise ConfigError([f"{named_by}: config file not found: {path}"]) from exc
     except OSError as exc:
         raise ConfigError([f"{path}: cannot read config file: {exc.strerror}"]) from exc
     except tomllib.TOMLDecodeError as exc:

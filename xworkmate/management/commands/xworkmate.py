@@ -34,7 +34,14 @@ from xworkmate.models import ApiKey
 from xworkmate.periodic import configured_jobs, periodic_job_problems
 from xworkmate.policies import SCOPES, bind_problem, production_problem
 from xworkmate.services import ApiKeyError, KeyBinding, api_key_create, api_key_revoke
-from xworkmate.supervisor import AlreadyRunning, Supervisor, commands, run_lock, web_workers
+from xworkmate.supervisor import (
+    AlreadyRunning,
+    Supervisor,
+    commands,
+    port_problem,
+    run_lock,
+    web_workers,
+)
 
 PORT_ENV = "XWORKMATE_PORT"
 BIND_ENV = "XWORKMATE_BIND"
@@ -282,6 +289,9 @@ class Command(BaseCommand):
             if not raw.isdigit() or not 0 < int(raw) < 65536:
                 raise CommandError(f"{PORT_ENV}: must be a TCP port number 1-65535 (got {raw!r})")
             port = int(raw)
+        problem = port_problem("127.0.0.1", port)
+        if problem:
+            raise CommandError(f"web port ({PORT_ENV} or --port): {problem}")
         try:
             # Before the database is touched: a refused password leaves nothing behind.
             check_admin_password()
@@ -356,6 +366,12 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
 
     def _serve_holding_the_data_home(self, cmds: dict[str, list[str]], *, migrate: bool) -> int:
+        bind = cmds["web"][cmds["web"].index("--bind") + 1]
+        if not bind.startswith("unix:"):
+            host, _, port = bind.rpartition(":")
+            problem = port_problem(host, int(port))
+            if problem:
+                raise CommandError(f"--bind / {BIND_ENV}: {problem}")
         try:
             require_services()
         except ServiceUnavailable as exc:
