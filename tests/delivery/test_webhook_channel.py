@@ -473,3 +473,16 @@ def test_it_imports_without_django():
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_the_readme_shows_verify_signatures_real_signature():
+    """Issue 22: where the README says the helper "does the same", it shows how to call it."""
+    import inspect
+
+    from tests.conftest import ROOT
+    from xworkmate.delivery.channels.webhook import verify_signature
+
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    # The annotations are strings here (postponed evaluation): shown without quotes.
+    shown = f"verify_signature{inspect.signature(verify_signature)}".replace("'", "")
+    assert " ".join(shown.split()) in readme.replace("`", "")

@@ -128,3 +128,25 @@ def test_one_rendering_for_both_command_lines():
     assert render.UNSET == UNSET
     renders = {operation.render for operation in table.operations()} - {None}
     assert renders == set(render.TEXTS) == {"watchdog", "recover", "emit"}
+
+
+def test_the_readme_lists_every_long_run_endpoint_with_its_scope_and_script():
+    """Issue 22: a reader finds each endpoint's path in the README, not by guessing."""
+    import sys
+
+    from tests.conftest import ROOT
+
+    sys.path.insert(0, str(ROOT / "longrun" / "skill" / "scripts"))
+    import _operations
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    missing = [
+        f"{op.method} /{_operations.API_ROOT}{op.path}"
+        for name, script in _operations.SCRIPTS.items()
+        for op in script.operations
+        if op.method and (
+            f"| `{op.method} /{_operations.API_ROOT}{op.path}` | `{op.scope}` | `{name}.py"
+            not in readme
+        )
+    ]
+    assert missing == []
