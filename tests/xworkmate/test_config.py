@@ -75,7 +75,7 @@ EXPECTED_DEFAULTS = {
     ("delivery", "max_attempts"): 10,
     ("delivery", "dispatch_grace"): timedelta(seconds=30),
     ("delivery", "batch_size"): 50,
-    ("delivery", "sends_in_flight"): 4,
+    ("delivery", "sends_in_flight"): 8,
     ("longrun", "progress_every"): timedelta(minutes=3),
     ("longrun", "idle"): timedelta(seconds=60),
     ("longrun", "stale"): timedelta(minutes=10),

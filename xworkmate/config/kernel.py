@@ -331,7 +331,7 @@ DELIVERY = Section(
             doc="messages one worker claims for a batch",
         ),
         "sends_in_flight": Key(
-            4,
+            8,
             int_at_least(1, 64),
             doc="sends a batch keeps in flight at once (never two for one session)",
         ),
