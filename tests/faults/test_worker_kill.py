@@ -88,7 +88,7 @@ def _snapshot() -> dict[str, set[int]]:
 
 @pytest.mark.parametrize("what", ["whole worker", "pool children"])
 def test_kill_9_the_worker_mid_batch_loses_nothing_and_doubles_only_begun_sends(
-    own_services, tmp_path, settings, what
+    own_services, tmp_path, settings, capsys, what
 ):
     clear_broker()
     receiver = Receiver(tmp_path, delay=0.04)
@@ -133,14 +133,16 @@ def test_kill_9_the_worker_mid_batch_loses_nothing_and_doubles_only_begun_sends(
         lost = [pk for pk in ids if counts[keys[pk]] == 0]
         doubled = {pk for pk in ids if counts[keys[pk]] > 1}
         begun = at_kill["begun, no answer"]
-        print(
-            f"\nkill -9 ({what}) with {MESSAGES} messages: at the kill "
+        figures = (
+            f"kill -9 ({what}) with {MESSAGES} messages: at the kill "
             f"{len(at_kill['sent'])} sent, {len(begun)} begun without an answer, "
             f"{len(at_kill['not begun'])} not begun ({len(at_kill['not begun, claimed'])} "
             f"of them claimed by the dead batch); after: lost {len(lost)}, "
             f"doubled {len(doubled)} (all begun before the kill: {doubled <= begun}), "
             f"recovery {recovery:.1f}s"
         )
+        with capsys.disabled():  # the figures, in the suite's output
+            print("\n" + figures)
         assert at_kill["other"] == set()
         assert at_kill["open attempts"] == begun  # unknown means: a send began, no answer
         assert lost == []
