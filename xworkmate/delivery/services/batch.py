@@ -119,8 +119,8 @@ def deliveries_run(claims: list[Claimed], *, window: int, budget_seconds: float,
 
 
 def sends_begin(*, new: bool, now: datetime, limit: int, by: str) -> list[Started]:
-    """Claim and begin at once, without sending: what a batch has done the moment
-    its sends start. For the command line's and the tests' use of one step."""
+    """Claim and begin at once, without sending: exactly where a worker killed just
+    as its sends started leaves the outbox. The tests stop there to check it."""
     return deliveries_step(
         finished=[], start=messages_claim(new=new, now=now, limit=limit), renew=[], now=now, by=by
     )
