@@ -78,35 +78,63 @@ def require_services() -> None:
         )
 
 
+_MIGRATE_HINT = "run `.venv/bin/python manage.py migrate` (or `make run`) first"
+
+
+def _require_a_database_file() -> None:
+    """A missing SQLite file is reported without opening it: opening would create it."""
+    name = str(connection.settings_dict["NAME"])
+    in_memory = name == ":memory:" or "mode=memory" in name
+    if connection.vendor == "sqlite" and not in_memory and not Path(name).is_file():
+        raise ServiceUnavailable(
+            f"database: {name} does not exist (never migrated); {_MIGRATE_HINT}"
+        )
+
+
+def _unreadable(exc: DatabaseError) -> ServiceUnavailable:
+    db = connection.settings_dict
+    where = db.get("HOST") or db["NAME"]
+    return ServiceUnavailable(
+        f"database: cannot read {connection.vendor} at {where} "
+        f"(database.url / DATABASE_URL): {exc}".strip()
+    )
+
+
 def require_migrated_database() -> None:
     """Refuse, in one line, a database that was never migrated (or lags behind).
 
     A command that reads tables of a fresh data home would otherwise end in a
     traceback ("no such table"), and SQLite would leave an empty database file
-    behind, wherever the data home happened to resolve. So a missing SQLite
-    file is reported without opening it.
+    behind, wherever the data home happened to resolve.
     """
-    db = connection.settings_dict
-    name = str(db["NAME"])
-    hint = "run `.venv/bin/python manage.py migrate` (or `make run`) first"
-    in_memory = name == ":memory:" or "mode=memory" in name
-    if connection.vendor == "sqlite" and not in_memory and not Path(name).is_file():
-        raise ServiceUnavailable(f"database: {name} does not exist (never migrated); {hint}")
+    _require_a_database_file()
+    name = str(connection.settings_dict["NAME"])
     try:
         executor = MigrationExecutor(connection)
         pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
     except DatabaseError as exc:
-        where = db.get("HOST") or name
-        raise ServiceUnavailable(
-            f"database: cannot read {connection.vendor} at {where} "
-            f"(database.url / DATABASE_URL): {exc}".strip()
-        ) from exc
+        raise _unreadable(exc) from exc
     if pending and not executor.loader.applied_migrations:
-        raise ServiceUnavailable(f"database: {name} was never migrated; {hint}")
+        raise ServiceUnavailable(f"database: {name} was never migrated; {_MIGRATE_HINT}")
     if pending:
         raise ServiceUnavailable(
-            f"database: {name} lacks {len(pending)} migration(s) of this version; {hint}"
+            f"database: {name} lacks {len(pending)} migration(s) of this version; {_MIGRATE_HINT}"
         )
+
+
+def require_database_initialised() -> None:
+    """The same one-line refusal of a never-migrated database, for the commands agents
+    and operators call often (`manage.py longrun`, `xworkmate-longrun`, `manage.py
+    plans`): one query, not the migration graph (issue 22). A database that lags
+    behind is left to `xworkmate run` and `serve`, which check it whole."""
+    _require_a_database_file()
+    name = str(connection.settings_dict["NAME"])
+    try:
+        tables = connection.introspection.table_names()
+    except DatabaseError as exc:
+        raise _unreadable(exc) from exc
+    if "django_migrations" not in tables:
+        raise ServiceUnavailable(f"database: {name} was never migrated; {_MIGRATE_HINT}")
 
 
 def wait_for_migrated_database(

@@ -31,4 +31,10 @@ from __future__ import annotations
 
 from longrun.cli.running import SCRIPTS, keep_stderr_for_errors, run
 
-__all__ = ["SCRIPTS", "keep_stderr_for_errors", "run"]
+__all__ = ["SCRIPTS", "asks_for_help", "keep_stderr_for_errors", "run"]
+
+
+def asks_for_help(argv: list[str]) -> bool:
+    """Whether the command line only asks for help (no script, or -h/--help): that needs
+    no database, so a fresh data home may read it."""
+    return not argv or any(arg in ("-h", "--help") for arg in argv)

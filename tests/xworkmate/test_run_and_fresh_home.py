@@ -181,3 +181,36 @@ def test_an_empty_or_outdated_database_is_reported_in_one_line(tmp_path):
     assert migrated.returncode == 0, migrated.stderr
     listed = manage("xworkmate", "apikey", "list", env=_fresh_env(home))
     assert listed.returncode == 0 and listed.stderr == ""
+
+
+@pytest.mark.parametrize("args", [("plans", "reconcile"), ("plans", "tick"),
+                                  ("longrun", "task_state", "list")])
+def test_the_apps_commands_on_a_fresh_data_home_say_it_was_never_migrated(tmp_path, args):
+    """Issue 22: the same one line as `apikey`, and no database file left behind."""
+    home = tmp_path / "home"
+    result = manage(*args, env=_fresh_env(home))
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"CommandError: database: {home / 'xworkmate.sqlite3'} does not exist (never migrated); "
+        "run `.venv/bin/python manage.py migrate` (or `make run`) first"
+    ]
+    assert not (home / "xworkmate.sqlite3").exists()
+
+
+def test_xworkmate_longrun_on_a_fresh_data_home_says_so_in_one_line(tmp_path):
+    home = tmp_path / "home"
+    script = Path(sys.executable).parent / "xworkmate-longrun"
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"} | _fresh_env(home)
+    result = subprocess.run([str(script), "task_state", "list"], env=env, cwd=tmp_path,
+                            capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        f"xworkmate-longrun: database: {home / 'xworkmate.sqlite3'} does not exist (never "
+        "migrated); run `.venv/bin/python manage.py migrate` (or `make run`) first"
+    ]
+    assert not (home / "xworkmate.sqlite3").exists()
+    # Its help needs no database.
+    helped = subprocess.run([str(script), "--help"], env=env, cwd=tmp_path,
+                            capture_output=True, text=True, timeout=120, check=False)
+    assert helped.returncode == 0 and "task_state" in helped.stdout

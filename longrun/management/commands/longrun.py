@@ -5,9 +5,10 @@ from __future__ import annotations
 from argparse import REMAINDER
 from typing import Any, TextIO, cast
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from longrun.cli import keep_stderr_for_errors, run
+from longrun.cli import asks_for_help, keep_stderr_for_errors, run
+from xworkmate.bootstrap import ServiceUnavailable, require_database_initialised
 
 
 class Command(BaseCommand):
@@ -28,6 +29,11 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         # Errors are JSON for programs to read: never coloured, never mixed with INFO logs.
         self.stderr.style_func = None
+        if not asks_for_help(options["script"]):
+            try:
+                require_database_initialised()
+            except ServiceUnavailable as exc:
+                raise CommandError(str(exc)) from exc
         keep_stderr_for_errors()
         code = run(
             options["script"],

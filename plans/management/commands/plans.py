@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from plans.scheduler import scheduler_tick
 from plans.services import plans_reconcile
+from xworkmate.bootstrap import ServiceUnavailable, require_database_initialised
 
 
 class Command(BaseCommand):
@@ -25,10 +26,15 @@ class Command(BaseCommand):
         sub.add_parser("tick", help="start the runs of the jobs that are due now (as beat does)")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            require_database_initialised()
+        except ServiceUnavailable as exc:
+            raise CommandError(str(exc)) from exc
         if options["action"] == "tick":
             tick = scheduler_tick(now=timezone.now())
             self.stdout.write(
                 f"started {tick.started} run(s), recorded {tick.missed} missed fire time(s), "
+                f"skipped {tick.skipped} fire time(s) of jobs still running (D-C20), "
                 f"cleared {tick.cleared} stuck marker(s)"
             )
             return
