@@ -363,3 +363,17 @@ def test_durations_round_trip_through_the_shown_config():
     config = parse('[longrun]\nstale = "1h30m15s"\n')
     shown = effective_config(config, ())["longrun"]["stale"]
     assert parse_duration(shown) == config.value("longrun", "stale")
+
+
+def test_a_route_to_a_channel_that_failed_its_own_check_is_not_a_second_problem():
+    """Issue 22: one line for the broken channel, not one more for every route naming it."""
+    text = (
+        '[[delivery.channels]]\nname = "ops"\nkind = "webhook"\nurl = "ftp://x"\n'
+        '[delivery.routes]\n"longrun.progress" = "ops"\n"plans.run" = "ops"\n'
+        '"longrun.resume" = "missing"\n'
+    )
+    found = problems(text)
+    assert [p for p in found if p.startswith("delivery.channels[0]")] != []
+    assert not [p for p in found if "'ops'" in p and p.startswith("delivery.routes")]
+    # A channel nobody declared is still named.
+    assert [p for p in found if p.startswith('delivery.routes.longrun.resume: no channel named')]

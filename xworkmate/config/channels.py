@@ -73,6 +73,12 @@ def build_delivery(
         if channel is not None:
             channels.append(channel)
     names = {channel.name for channel in channels}
+    # Channels declared but refused by their own checks: a route naming one is not a
+    # second problem (the channel's own line says what is wrong with it).
+    refused = {
+        item["name"] for item in items
+        if isinstance(item, dict) and isinstance(item.get("name"), str)
+    } - names
     given = raw.get("routes", {})
     if not isinstance(given, dict):
         problems.append("delivery.routes: must be a table ([delivery.routes])")
@@ -81,6 +87,8 @@ def build_delivery(
         where = f"delivery.routes.{purpose}"
         if purpose not in DELIVERY_PURPOSES:
             problems.append(f"{where}: unknown purpose (known: {', '.join(DELIVERY_PURPOSES)})")
+        elif isinstance(channel_name, str) and channel_name in refused:
+            continue
         elif not isinstance(channel_name, str) or channel_name not in names:
             problems.append(
                 f"{where}: no channel named {channel_name!r} (channels: {', '.join(sorted(names))})"
