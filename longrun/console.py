@@ -13,7 +13,7 @@ def main() -> None:
     django.setup()
     # Only now: the CLI's services need the apps loaded.
     from longrun.cli import asks_for_help, keep_stderr_for_errors, run
-    from xworkmate.bootstrap import ServiceUnavailable, require_database_initialised
+    from xworkmate.dbcheck import ServiceUnavailable, require_database_initialised
 
     if not asks_for_help(sys.argv[1:]):
         try:

@@ -8,7 +8,7 @@ from typing import Any, TextIO, cast
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from longrun.cli import asks_for_help, keep_stderr_for_errors, run
-from xworkmate.bootstrap import ServiceUnavailable, require_database_initialised
+from xworkmate.dbcheck import ServiceUnavailable, require_database_initialised
 
 
 class Command(BaseCommand):

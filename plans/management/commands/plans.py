@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from plans.scheduler import scheduler_tick
 from plans.services import plans_reconcile
-from xworkmate.bootstrap import ServiceUnavailable, require_database_initialised
+from xworkmate.dbcheck import ServiceUnavailable, require_database_initialised
 
 
 class Command(BaseCommand):

@@ -20,15 +20,17 @@ from django.utils import timezone
 from xworkmate import __version__
 from xworkmate.bootstrap import (
     AdminPasswordRefused,
-    ServiceUnavailable,
     bootstrap,
     check_admin_password,
-    require_migrated_database,
     require_services,
-    wait_for_migrated_database,
 )
 from xworkmate.config import ConfigError, effective_config, load_config
 from xworkmate.config.kernel import SERVICE
+from xworkmate.dbcheck import (
+    ServiceUnavailable,
+    require_migrated_database,
+    wait_for_migrated_database,
+)
 from xworkmate.metrics import clear_multiprocess_dir
 from xworkmate.models import ApiKey
 from xworkmate.periodic import configured_jobs, periodic_job_problems
