@@ -202,6 +202,15 @@ def test_the_matcher_reads_the_documented_wildcards():
     assert mismatches([1, True], [1, 1]) != []
 
 
+def _checkout_files(clone: Path) -> set[str]:
+    """The checkout's files, but the data home (./var) and the caches the run writes."""
+    return {
+        str(path.relative_to(clone)) for path in clone.rglob("*")
+        if path.is_file() and path.relative_to(clone).parts[0] not in ("var", ".venv")
+        and "__pycache__" not in path.parts
+    }
+
+
 def test_every_readme_block_runs_as_written_on_a_fresh_machine(tmp_path):
     blocks = readme_blocks()
     clone = fresh_clone(tmp_path / "xworkmate")
@@ -228,7 +237,10 @@ def test_every_readme_block_runs_as_written_on_a_fresh_machine(tmp_path):
         # What the README promises of the first start on a fresh machine.
         assert f"created workspace root {home}/.openclaw/workspace" in startup, startup
         assert "created API key 'local'" in startup
+        before = _checkout_files(clone)
         outputs = run_blocks([b for b in blocks if b.skip_reason is None], clone=clone, env=env, port=port)
+        # The examples write their files into $TMPDIR, never into the checkout (issue 22).
+        assert _checkout_files(clone) - before == set()
     finally:
         stop_group(service, timeout=60)
     problems = []
