@@ -2,7 +2,7 @@
 
 Apart from xworkmate.bootstrap so the apps' commands (`manage.py plans`, `manage.py
 longrun`, `xworkmate-longrun`) ask it without importing the health checks and
-what they read; the kernel's commands reach it through bootstrap.
+what they read (`manage.py xworkmate` and bootstrap import it too).
 """
 
 from __future__ import annotations

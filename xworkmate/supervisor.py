@@ -127,9 +127,9 @@ def commands(
         ],
     }
     names = worker_names(worker_processes)
-    for name in names:
+    for number, name in enumerate(names, start=1):
         # Each worker process needs a node name of its own on the broker.
-        node = "xworkmate" if len(names) == 1 else f"xworkmate-{name.rsplit('-', 1)[1]}"
+        node = "xworkmate" if len(names) == 1 else f"xworkmate-{number}"
         worker = [
             py,
             "-m",

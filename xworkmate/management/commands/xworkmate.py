@@ -341,20 +341,22 @@ class Command(BaseCommand):
         problem = production_problem(connection.vendor, settings.CELERY_BROKER_URL)
         if problem:
             raise CommandError(problem)
+        web = opts["web_workers"] or web_workers(
+            SERVICE.of(settings.XWORKMATE).web_workers, os.cpu_count()
+        )
         cmds = commands(
             bind=bind,
             embedded_broker=False,
             beat_schedule_file=settings.CELERY_BEAT_SCHEDULE_FILENAME,
             home=settings.HOME,
-            workers=opts["web_workers"]
-            or web_workers(SERVICE.of(settings.XWORKMATE).web_workers, os.cpu_count()),
+            workers=web,
             worker_processes=opts["workers"],
             concurrency=opts["concurrency"] or os.cpu_count() or 1,
         )
         if opts["only"]:
             # Under an init system (deploy/): this process becomes the one named, so the
-            # init system signals and restarts it directly (D-K24). The database may come
-            # up after it: /healthz says so meanwhile, and the API answers 503 (D-K22).
+            # init system signals and restarts it directly (D-K24), once the database is
+            # up and migrated (a host may boot before its database server, D-K29).
             if opts["migrate"]:
                 call_command("migrate", interactive=False, verbosity=1)
             wait_for_migrated_database(self._say)
@@ -363,12 +365,15 @@ class Command(BaseCommand):
             os.execv(argv[0], argv)  # noqa: S606 (our own fixed argv)
         try:
             with run_lock(settings.HOME):
-                return self._serve_holding_the_data_home(cmds, migrate=opts["migrate"])
+                return self._serve_holding_the_data_home(
+                    cmds, bind=bind, web=web, migrate=opts["migrate"]
+                )
         except AlreadyRunning as exc:
             raise CommandError(str(exc)) from exc
 
-    def _serve_holding_the_data_home(self, cmds: dict[str, list[str]], *, migrate: bool) -> int:
-        bind = cmds["web"][cmds["web"].index("--bind") + 1]
+    def _serve_holding_the_data_home(
+        self, cmds: dict[str, list[str]], *, bind: str, web: int, migrate: bool
+    ) -> int:
         if not bind.startswith("unix:"):
             host, _, port = bind.rpartition(":")
             problem = port_problem(host, int(port))
@@ -383,12 +388,11 @@ class Command(BaseCommand):
             call_command("migrate", interactive=False, verbosity=1)
         else:
             self._require_migrated()
-        workers = [name for name in cmds if name.startswith("worker")]
+        workers = sum(1 for name in cmds if name.startswith("worker"))
         self.stdout.write(
             f"xworkmate {__version__}: config {settings.XWORKMATE.source}; "
-            f"data home {settings.HOME}; {cmds['web'][cmds['web'].index('--workers') + 1]} web "
-            f"workers on {cmds['web'][cmds['web'].index('--bind') + 1]}, "
-            f"{len(workers)} Celery worker process(es), one beat"
+            f"data home {settings.HOME}; {web} web workers on {bind}, "
+            f"{workers} Celery worker process(es), one beat"
         )
         self.stdout.flush()
         clear_multiprocess_dir(settings.HOME)
