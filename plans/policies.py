@@ -13,6 +13,17 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+# The fire times of a schedule (catch-up, skips while a run is out) are their own module;
+# the names stay importable from here.
+from plans.firetimes import (
+    MAX_MISSED_RECORDED,
+    CatchUp,
+    FireTimes,
+    catch_up,
+    fire_times,
+    fires_after,
+)
+from plans.firetimes import schedule_kind as _kind
 from plans.schedule import ScheduleError, compute_next_run_ms, parse_at_ms
 
 __all__ = [
@@ -293,12 +304,6 @@ BACKOFF_MS = (30_000, 60_000, 300_000, 900_000, 3_600_000)
 STUCK_RUNNING_MS = 2 * 3_600_000
 # A cron job that succeeded runs again no sooner than this after it ended.
 _MIN_GAP_MS = 2_000
-# Fire times recorded one by one after downtime; beyond, the last row counts the rest.
-MAX_MISSED_RECORDED = 100
-
-
-def _kind(schedule: Mapping[str, object]) -> str:
-    return str(schedule.get("kind", "")).strip().lower()
 
 
 def job_next_run_ms(
@@ -384,78 +389,6 @@ def job_outcome(
     if kind == "cron":
         return JobOutcome(max(natural, ended_ms + _MIN_GAP_MS), True, False, errors)
     return JobOutcome(natural, True, False, errors)
-
-
-@dataclass(frozen=True)
-class FireTimes:
-    times: tuple[int, ...]  # oldest first; the newest MAX_MISSED_RECORDED + 1 of them
-    more: int  # older fire times beyond those, dropped (counted in a row's note)
-    next_ms: int | None  # the first fire time after the span
-
-
-def fire_times(
-    schedule: Mapping[str, object], *, due_ms: int, to_ms: int, host_tz: str, job_id: str
-) -> FireTimes:
-    """The fire times of a recurring schedule from `due_ms` (a job's due time is one)
-    through `to_ms`, on the schedule's own grid (an `every` on its anchor's steps)."""
-    passed = [due_ms] if due_ms <= to_ms else []
-    more = 0
-    cursor: int | None = due_ms
-    while cursor is not None:
-        # + 1: an every schedule answers "now" itself when now is on a boundary.
-        cursor = compute_next_run_ms(schedule, now_ms=cursor + 1, host_tz=host_tz, job_id=job_id)
-        if cursor is None or cursor > to_ms:
-            break
-        if len(passed) > MAX_MISSED_RECORDED:
-            # Keep the newest MAX_MISSED_RECORDED + 1; count the dropped oldest ones.
-            passed.pop(0)
-            more += 1
-        passed.append(cursor)
-    return FireTimes(tuple(passed), more, cursor if due_ms <= to_ms else due_ms)
-
-
-@dataclass(frozen=True)
-class CatchUp:
-    run_ms: int | None  # the fire time to run now, if any
-    missed_ms: tuple[int, ...]  # fire times recorded as missed (at most MAX_MISSED_RECORDED)
-    missed_more: int  # missed fire times beyond those, counted in the last row
-    next_ms: int | None  # the first fire time after now (what the job waits for next)
-
-
-def catch_up(
-    schedule: Mapping[str, object],
-    *,
-    due_ms: int,
-    now_ms: int,
-    host_tz: str,
-    job_id: str,
-    policy: str,
-) -> CatchUp:
-    """What a tick does with a job due since `due_ms` (D-C10).
-
-    When more than one fire time has passed (the service was down), none is
-    skipped silently: by default (`run-latest`) the newest runs once and the
-    older ones are recorded as missed; `skip` records them all and runs none.
-    A one-shot has a single fire time, which runs once however late.
-    """
-    if _kind(schedule) == "at":
-        return CatchUp(due_ms, (), 0, None)
-    span = fire_times(schedule, due_ms=due_ms, to_ms=max(now_ms, due_ms), host_tz=host_tz,
-                      job_id=job_id)
-    passed = list(span.times)
-    if policy == "skip" and len(passed) > 1:
-        return CatchUp(None, tuple(passed), span.more, span.next_ms)
-    return CatchUp(passed[-1], tuple(passed[:-1]), span.more, span.next_ms)
-
-
-def fires_after(
-    schedule: Mapping[str, object], *, fire_at_ms: int, host_tz: str, job_id: str
-) -> int | None:
-    """The schedule's first fire time after `fire_at_ms` (None for a one-shot): what a
-    job waits for while the run of that fire time is out (D-C20)."""
-    if _kind(schedule) == "at":
-        return None
-    return compute_next_run_ms(schedule, now_ms=fire_at_ms + 1, host_tz=host_tz, job_id=job_id)
 
 
 # --- the list's display status (§6) -----------------------------------------------------------

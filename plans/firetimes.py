@@ -1,0 +1,94 @@
+"""The fire times of a job's schedule: which passed in a span, and which comes next.
+
+Pure (D-K2, D-K18): callers pass the schedule, the times and the host's zone. Catch-up
+after downtime (D-C10) and the skips while a run is still out (D-C20) both walk the
+same grid, so missed and skipped rows never mix two grids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from plans.schedule import compute_next_run_ms
+
+# Fire times recorded one by one after downtime; beyond, the last row counts the rest.
+MAX_MISSED_RECORDED = 100
+
+
+def schedule_kind(schedule: Mapping[str, object]) -> str:
+    return str(schedule.get("kind", "")).strip().lower()
+
+
+@dataclass(frozen=True)
+class FireTimes:
+    times: tuple[int, ...]  # oldest first; the newest MAX_MISSED_RECORDED + 1 of them
+    more: int  # older fire times beyond those, dropped (counted in a row's note)
+    next_ms: int | None  # the first fire time after the span
+
+
+def fire_times(
+    schedule: Mapping[str, object], *, due_ms: int, to_ms: int, host_tz: str, job_id: str
+) -> FireTimes:
+    """The fire times of a recurring schedule from `due_ms` (a job's due time is one)
+    through `to_ms`, on the schedule's own grid (an `every` on its anchor's steps)."""
+    if due_ms > to_ms:
+        return FireTimes((), 0, due_ms)
+    passed = [due_ms]
+    more = 0
+    cursor: int | None = due_ms
+    while cursor is not None:
+        # + 1: an every schedule answers "now" itself when now is on a boundary.
+        cursor = compute_next_run_ms(schedule, now_ms=cursor + 1, host_tz=host_tz, job_id=job_id)
+        if cursor is None or cursor > to_ms:
+            break
+        if len(passed) > MAX_MISSED_RECORDED:
+            # Keep the newest MAX_MISSED_RECORDED + 1; count the dropped oldest ones.
+            passed.pop(0)
+            more += 1
+        passed.append(cursor)
+    return FireTimes(tuple(passed), more, cursor)
+
+
+@dataclass(frozen=True)
+class CatchUp:
+    run_ms: int | None  # the fire time to run now, if any
+    missed_ms: tuple[int, ...]  # fire times recorded as missed (at most MAX_MISSED_RECORDED)
+    missed_more: int  # missed fire times beyond those, counted in the last row
+    next_ms: int | None  # the first fire time after now (what the job waits for next)
+
+
+def catch_up(
+    schedule: Mapping[str, object],
+    *,
+    due_ms: int,
+    now_ms: int,
+    host_tz: str,
+    job_id: str,
+    policy: str,
+) -> CatchUp:
+    """What a tick does with a job due since `due_ms` (D-C10).
+
+    When more than one fire time has passed (the service was down), none is
+    skipped silently: by default (`run-latest`) the newest runs once and the
+    older ones are recorded as missed; `skip` records them all and runs none.
+    A one-shot has a single fire time, which runs once however late.
+    """
+    if schedule_kind(schedule) == "at":
+        return CatchUp(due_ms, (), 0, None)
+    span = fire_times(schedule, due_ms=due_ms, to_ms=max(now_ms, due_ms), host_tz=host_tz,
+                      job_id=job_id)
+    passed = span.times
+    if policy == "skip" and len(passed) > 1:
+        return CatchUp(None, passed, span.more, span.next_ms)
+    return CatchUp(passed[-1], passed[:-1], span.more, span.next_ms)
+
+
+def fires_after(
+    schedule: Mapping[str, object], *, fire_at_ms: int, host_tz: str, job_id: str
+) -> int | None:
+    """The schedule's first fire time after `fire_at_ms` (None for a one-shot): what a
+    job waits for while the run of that fire time is out (D-C20)."""
+    if schedule_kind(schedule) == "at":
+        return None
+    return compute_next_run_ms(schedule, now_ms=fire_at_ms + 1, host_tz=host_tz, job_id=job_id)
