@@ -91,7 +91,7 @@ class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):  # type: ignore[type-arg]
         if obj.status != Message.UNKNOWN:
             return "-"
         try:
-            deduplicates = _deduplicates(obj)
+            deduplicates = channel_deduplicates(obj.channel)
         except DeliveryError:
             return str(_("Its channel is no longer in the config."))
         if deduplicates:
@@ -140,7 +140,9 @@ class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):  # type: ignore[type-arg]
                 skipped += 1
                 continue
             try:
-                may_double = message.status == Message.UNKNOWN and not _deduplicates(message)
+                may_double = message.status == Message.UNKNOWN and not channel_deduplicates(
+                    message.channel
+                )
             except DeliveryError:  # its channel was removed from the config since
                 unrouted += 1
                 continue
@@ -192,8 +194,3 @@ class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):  # type: ignore[type-arg]
                 % {"count": unrouted},
                 messages.ERROR,
             )
-
-
-def _deduplicates(message: Message) -> bool:
-    """Whether the message's channel de-duplicates (DeliveryError: it is not configured)."""
-    return channel_deduplicates(message.channel)

@@ -126,25 +126,28 @@ def messages_claim(*, new: bool, now: datetime, limit: int) -> list[Claimed]:
     ]
 
 
+def _still_held(claims: list[Claimed]) -> QuerySet[Message]:
+    """The claimed messages still held by the batch that claimed them: a claim another
+    batch took over after it ran out is that batch's, and left alone."""
+    held = Q(pk__in=[])
+    for token in {claim.token for claim in claims}:
+        held |= Q(pk__in=[c.message_id for c in claims if c.token == token], claimed_by=token)
+    return Message.objects.filter(held)
+
+
 def claims_renew(claims: list[Claimed], now: datetime) -> None:
     """Hold the batch's messages still waiting for another CLAIM_LEASE (in the caller's
-    transaction); a claim another batch took over after it ran out stays that batch's."""
-    for token in {claim.token for claim in claims}:
-        Message.objects.filter(
-            pk__in=[c.message_id for c in claims if c.token == token], claimed_by=token
-        ).update(claim_expires_at=now + CLAIM_LEASE)
+    transaction)."""
+    if claims:
+        _still_held(claims).update(claim_expires_at=now + CLAIM_LEASE)
 
 
 def messages_release(claims: list[Claimed], now: datetime) -> None:
     """Drop the claims of messages whose send never started (the batch ran out of time):
     they are as they were, with no attempt counted, and due at once (the dispatch job
     need not wait for a new message's grace: a worker already tried)."""
-    if not claims:
-        return
-    for token in {claim.token for claim in claims}:
-        Message.objects.filter(
-            pk__in=[c.message_id for c in claims if c.token == token], claimed_by=token
-        ).update(claimed_by="", claim_expires_at=None, next_attempt_at=now)
+    if claims:
+        _still_held(claims).update(claimed_by="", claim_expires_at=None, next_attempt_at=now)
 
 
 def envelope_of(claim: Claimed, attempt: int) -> Envelope:
