@@ -111,19 +111,21 @@ def run_phase(
     }
 
 
-def wait_ready(port: int, token: str, proc: subprocess.Popen[bytes]) -> None:
-    """Until gunicorn answers /api/ping (or exits, or 60 s pass)."""
-    deadline = time.monotonic() + 60
+def wait_ready(
+    port: int, token: str, proc: subprocess.Popen[bytes], *, timeout: float = 60
+) -> None:
+    """Until the server answers /api/ping (or exits, or `timeout` seconds pass)."""
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise SystemExit(f"gunicorn exited with {proc.returncode}")
+            raise SystemExit(f"the server exited with {proc.returncode}")
         try:
             if request(port, token, "GET", "/api/ping", None)[0] == 200:
                 return
         except OSError:
             pass  # not listening yet
         time.sleep(0.2)
-    raise SystemExit("gunicorn did not answer /api/ping within 60 s")
+    raise SystemExit(f"the server did not answer /api/ping within {timeout:g} s")
 
 
 # --- the service as in production (bench/gateway.py, bench/longrun.py) -------------------------
@@ -145,14 +147,14 @@ def service_home(database_url: str, prefix: str) -> dict[str, str]:
         "XWORKMATE_CONFIG": str(config),
         "DATABASE_URL": database_url,
     }
-    _manage(env, "migrate", "--noinput")
+    manage(env, "migrate", "--noinput")
     return env
 
 
 def api_key(env: dict[str, str], *scopes: str) -> str:
     """A new bridge key holding `scopes`; its token."""
     options = [part for scope in scopes for part in ("--scope", scope)]
-    created = _manage(env, "xworkmate", "apikey", "create", "--name", "bench", *options)
+    created = manage(env, "xworkmate", "apikey", "create", "--name", "bench", *options)
     return created.stdout.strip().splitlines()[-1]
 
 
@@ -184,7 +186,8 @@ def gunicorn(env: dict[str, str], token: str, workers: int) -> Iterator[int]:
         server.wait(timeout=30)
 
 
-def _manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+def manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """`manage.py ARGS` of the checkout with `env` over this process's environment."""
     return subprocess.run(
         [PYTHON, "manage.py", *args],
         cwd=ROOT,

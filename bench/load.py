@@ -50,7 +50,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench._common import PYTHON, free_port, request  # noqa: E402 (needs ROOT on the path)
+from bench._common import (  # noqa: E402 (needs ROOT on the path)
+    PYTHON,
+    api_key,
+    free_port,
+    manage,
+    request,
+    wait_ready,
+)
 from tests.support.own_postgres import own_postgres  # noqa: E402
 from tests.support.own_redis import own_redis  # noqa: E402
 
@@ -120,12 +127,6 @@ def _client(args: tuple[int, str, int, float]) -> list[Sample]:
     return samples
 
 
-def _manage(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run([PYTHON, "manage.py", *args], cwd=ROOT, env=env, check=True,
-                          capture_output=True, text=True)
-    return done.stdout
-
-
 def _connections(url: str, stop: threading.Event, most: list[int]) -> None:
     import psycopg
 
@@ -156,10 +157,8 @@ def main() -> int:
         env = {**os.environ, "DJANGO_SETTINGS_MODULE": "xworkmate.settings",
                "XWORKMATE_HOME": str(Path(tmp) / "home"), "XWORKMATE_CONFIG": str(config),
                "DATABASE_URL": db_url, "CELERY_BROKER_URL": broker.url(0)}
-        _manage(env, "migrate", "--noinput")
-        created = _manage(env, "xworkmate", "apikey", "create", "--name", "load",
-                          *(part for scope in SCOPES for part in ("--scope", scope)))
-        token = created.strip().splitlines()[-1]
+        manage(env, "migrate", "--noinput")
+        token = api_key(env, *SCOPES)
         port = free_port()
         log = (Path(tmp) / "serve.log").open("wb")
         service = subprocess.Popen(
@@ -168,12 +167,11 @@ def main() -> int:
             cwd=tmp, env=env, stdout=log, stderr=log, start_new_session=True,
         )
         try:
-            deadline = time.monotonic() + 90
-            while not _ready(port, token):
-                if service.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit("xworkmate serve did not come up:\n"
-                                     + (Path(tmp) / "serve.log").read_text(errors="replace"))
-                time.sleep(0.3)
+            try:
+                wait_ready(port, token, service, timeout=90)
+            except SystemExit as exc:
+                raise SystemExit(f"xworkmate serve did not come up ({exc}):\n"
+                                 + (Path(tmp) / "serve.log").read_text(errors="replace")) from None
             stop = threading.Event()
             most = [0]
             sampler = threading.Thread(target=_connections, args=(db_url, stop, most), daemon=True)
@@ -191,13 +189,6 @@ def main() -> int:
     samples = [s for client in results for s in client]
     _print(samples, elapsed, args, most[0])
     return 0 if all(ok for _, _, ok in samples) else 1
-
-
-def _ready(port: int, token: str) -> bool:
-    try:
-        return request(port, token, "GET", "/api/ping", None, timeout=2)[0] == 200
-    except OSError:
-        return False
 
 
 def _print(
