@@ -7,6 +7,7 @@ Both do exactly the checks of `xworkmate.artifacts.read` (the engine's
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from django.http import StreamingHttpResponse
@@ -18,7 +19,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from artifacts import engine
+from artifacts import engine, hosted
 from artifacts.engine import schema
 from artifacts.services import artifact_settings
 from xworkmate.api_errors import refusal_response
@@ -209,6 +210,16 @@ class ArtifactDownloadApi(APIView):
     def _download(self, request: Request, raw: dict[str, Any]) -> Response | StreamingHttpResponse:
         params = scoped_params({k: raw[k] for k in _REF_PARAMS if k in raw}, caller_of(request))
         try:
+            # A workspace on another host's disk: that host read and verified it (D-K31).
+            fetched = hosted.remote_download(params)
+            if fetched is not None:
+                return _file_response(
+                    iter([fetched["content"]]),
+                    label=fetched["label"],
+                    content_type=fetched["content_type"],
+                    size_bytes=fetched["size_bytes"],
+                    sha256=fetched["sha256"],
+                )
             opened = engine.open_artifact_by_ref(
                 str(params.get("artifactRef", "")), params, artifact_settings()
             )
@@ -216,16 +227,26 @@ class ArtifactDownloadApi(APIView):
             return _failure(exc)
         # Hashed again as it streams: a file changed mid-download never completes
         # a 200 with other bytes than the ref's; the stream breaks off instead.
-        response = StreamingHttpResponse(
-            opened.verified_chunks(), content_type=opened.content_type
+        return _file_response(
+            opened.verified_chunks(),
+            label=opened.label,
+            content_type=opened.content_type,
+            size_bytes=opened.size_bytes,
+            sha256=opened.sha256,
         )
-        response["Content-Disposition"] = (
-            content_disposition_header(as_attachment=True, filename=opened.label) or "attachment"
-        )
-        response["Content-Length"] = str(opened.size_bytes)
-        response["ETag"] = f'"{opened.sha256}"'
-        response["Cache-Control"] = "private, no-store"
-        return response
+
+
+def _file_response(
+    chunks: Iterator[bytes], *, label: str, content_type: str, size_bytes: int, sha256: str
+) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(chunks, content_type=content_type)
+    response["Content-Disposition"] = (
+        content_disposition_header(as_attachment=True, filename=label) or "attachment"
+    )
+    response["Content-Length"] = str(size_bytes)
+    response["ETag"] = f'"{sha256}"'
+    response["Cache-Control"] = "private, no-store"
+    return response
 
 
 class ArtifactToolApi(APIView):
@@ -289,7 +310,7 @@ class ArtifactToolApi(APIView):
             relative_task_directory=caller.bound_artifact_scope,
         )
         try:
-            text = engine.tool_execute(body, context, artifact_settings())
+            text = hosted.tool(body, context)
         except InputError as exc:
             return _failure(exc)
         return Response({"content": [{"type": "text", "text": text}], "details": {}})

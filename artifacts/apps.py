@@ -12,8 +12,10 @@ class ArtifactsConfig(AppConfig):
     def ready(self) -> None:
         # The four artifact methods, after the gateway app's two (§1.4: the
         # contract's order; INSTALLED_APPS lists the gateway app first).
+        from artifacts import hosted
         from artifacts.methods import METHODS
         from xworkmate.methods import register_method
 
         for method in METHODS:
             register_method(method)
+        hosted.register()

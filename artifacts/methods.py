@@ -10,26 +10,27 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from artifacts import engine
+from artifacts import hosted
 from artifacts.engine import schema
-from artifacts.services import artifact_settings
 from xworkmate.methods import GatewayCall, GatewayMethod
+
+# Each runs the engine on the host whose disk holds the workspace (D-K31).
 
 
 def _export(call: GatewayCall) -> Mapping[str, Any]:
-    return engine.export_artifacts(call.params, artifact_settings())
+    return hosted.export(call.params)
 
 
 def _collect_and_snapshot(call: GatewayCall) -> Mapping[str, Any]:
-    return engine.collect_and_snapshot(call.params, artifact_settings())
+    return hosted.collect_and_snapshot(call.params)
 
 
 def _list(call: GatewayCall) -> Mapping[str, Any]:
-    return engine.list_artifacts(call.params, artifact_settings())
+    return hosted.list_artifacts(call.params)
 
 
 def _read(call: GatewayCall) -> Mapping[str, Any]:
-    return engine.read_artifact(call.params, artifact_settings())
+    return hosted.read(call.params)
 
 
 # In the contract's registration order (§1.4), after session.prepare and tasks.get.

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from artifacts.engine import list_artifacts
-from artifacts.services import artifact_settings
+from artifacts import hosted
 from xworkmate.lib.errors import InputError
 
 
@@ -11,7 +10,7 @@ def run_artifacts(*, session_key: str, run_id: str) -> list[dict[str, object]] |
     """The run's current manifest rows, as `tasks.get` would list them, or the engine's error."""
     ids = {"openclawSessionKey": session_key, "runId": run_id}
     try:
-        listed = list_artifacts(ids, artifact_settings())
+        listed = hosted.list_artifacts(ids)
     except InputError as exc:
         return exc.message
     found = listed.get("artifacts")

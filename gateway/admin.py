@@ -18,8 +18,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
-from artifacts.engine import list_artifacts
-from artifacts.services import artifact_settings
+from artifacts import hosted
 from gateway.models import NativeTask, SessionEntry, SessionMapping, TaskRun
 from xworkmate.admin import ReadOnlyMixin
 from xworkmate.lib.errors import InputError
@@ -40,7 +39,7 @@ def run_artifacts_in_roots(
     problems: list[str] = []
     for root in roots:
         try:
-            listed = list_artifacts({**ids, "workspaceDir": root}, artifact_settings())
+            listed = hosted.list_artifacts({**ids, "workspaceDir": root})
         except InputError as exc:
             problems.append(exc.message)
             continue

@@ -13,8 +13,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from artifacts.engine import prepare_artifact_scope
-from artifacts.services import artifact_settings
+from artifacts import hosted
 from gateway.methods import read_mapping_request
 from gateway.policies import (
     hook_string,
@@ -53,7 +52,7 @@ def session_start_hook(event: Mapping[str, Any], caller: Caller) -> HookResult:
         return HookResult()  # a legacy `sessionKey` alone does nothing
     prepared = False
     try:
-        prepare_artifact_scope(params, artifact_settings())
+        hosted.prepare_scope(params)  # on the workspace's host (D-K31)
         prepared = True
         request = read_mapping_request(params)
         session_mapping_record(

@@ -12,6 +12,7 @@ class PlansConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from plans import files
         from plans.metrics import PlansCollector
         from plans.services import RUN_PURPOSE, run_record_delivery
         from xworkmate.cards import AdminCard, register_admin_card
@@ -20,6 +21,7 @@ class PlansConfig(AppConfig):
         from xworkmate.metrics import register_collector
         from xworkmate.periodic import register_default_job
 
+        files.register()  # PLAN.md and run outputs, on the workspace's host (D-K31)
         register_admin_card(
             AdminCard(
                 "admin:plans_entry_changelist",

@@ -52,10 +52,13 @@ def refusal_response(
 ) -> Response:
     """A refusal as the API answers it: its code and message, its HTTP status unless
     `status` says otherwise (in the gateway's envelope when `envelope`)."""
-    return Response(
+    response = Response(
         error_body(exc.code, exc.message, envelope=envelope),
         status=exc.http_status if status is None else status,
     )
+    if response.status_code == 503:  # a host away (D-K31): retry, as for the database
+        response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response
 
 
 class InputErrorAPIView(APIView):

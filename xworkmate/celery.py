@@ -16,7 +16,7 @@ import os
 from typing import Any
 
 from celery import Celery
-from celery.signals import task_postrun, task_prerun
+from celery.signals import celeryd_after_setup, task_postrun, task_prerun
 
 from xworkmate import logs
 
@@ -57,3 +57,13 @@ def _unbind_task(task_id: str = "", **_: Any) -> None:
     tokens = _BOUND.pop(task_id, None)
     if tokens is not None:
         logs.unbind(tokens)
+
+
+@celeryd_after_setup.connect
+def _serve_this_hosts_files(instance: Any = None, **_: Any) -> None:
+    """A worker on a workspace's host also serves that host's file operations (D-K31)."""
+    from xworkmate.hostfiles import queue_of, this_host
+
+    host = this_host()
+    if host and instance is not None:
+        instance.app.amqp.queues.select_add(queue_of(host))

@@ -236,7 +236,18 @@ else:
 CELERY_BROKER_CONNECTION_TIMEOUT = BROKER_SOCKET_TIMEOUT
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_IGNORE_RESULT = True
-CELERY_RESULT_BACKEND = None
+# Results are kept only for the file operations a workspace's host answers (D-K31):
+# in the broker's Redis, or as AMQP replies; the embedded file broker has no hosts.
+CELERY_RESULT_BACKEND = (
+    CELERY_BROKER_URL
+    if CELERY_BROKER_URL.startswith(("redis://", "rediss://"))
+    else "rpc://"
+    if CELERY_BROKER_URL.startswith(("amqp://", "pyamqp://"))
+    else None
+)
+CELERY_RESULT_EXPIRES = 3600
+CELERY_REDIS_SOCKET_TIMEOUT = BROKER_SOCKET_TIMEOUT
+CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = BROKER_SOCKET_TIMEOUT
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_ENABLE_UTC = True
 # Early acknowledgement unless a task says it is safe to run twice (D-K6).

@@ -86,6 +86,7 @@ def commands(
     workers: int,
     worker_processes: int = 1,
     concurrency: int = 2,
+    files_host: str = "",
 ) -> dict[str, list[str]]:
     """The argv of every process of the service: web, beat and the Celery workers.
 
@@ -127,10 +128,9 @@ def commands(
         ],
     }
     names = worker_names(worker_processes)
-    for number, name in enumerate(names, start=1):
-        # Each worker process needs a node name of its own on the broker.
-        node = "xworkmate" if len(names) == 1 else f"xworkmate-{number}"
-        worker = [
+
+    def worker(node: str, *extra: str) -> list[str]:
+        argv = [
             py,
             "-m",
             "celery",
@@ -142,12 +142,21 @@ def commands(
             "--concurrency",
             str(concurrency),
             "--hostname",
-            f"{node}@%h",
+            node,
+            *extra,
         ]
         if embedded_broker:
             # The file broker has no broadcast queues: the cluster chatter is moot.
-            worker += ["--without-mingle", "--without-gossip", "--without-heartbeat"]
-        cmds[name] = worker
+            argv += ["--without-mingle", "--without-gossip", "--without-heartbeat"]
+        return argv
+
+    for number, name in enumerate(names, start=1):
+        # Each worker process needs a node name of its own on the broker.
+        cmds[name] = worker("xworkmate@%h" if len(names) == 1 else f"xworkmate-{number}@%h")
+    if files_host:
+        # A workspace host's own worker (D-K31): only that host's file operations, so
+        # it needs nothing but the database, the broker and the host's disk.
+        cmds["files"] = worker(f"files-{files_host}@%h", "--queues", f"files@{files_host}")
     return cmds
 
 

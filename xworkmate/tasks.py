@@ -80,3 +80,31 @@ def _tick_finished(task_id: str, task: Task[Any, Any], state: str, retval: Any, 
     periodic_job_record_tick(
         name=name, task=task.name, started_at=started, finished_at=timezone.now(), error=error
     )
+
+
+# --- file operations on the host of a workspace (D-K31) ----------------------------------
+
+
+# At most once, and only on the host named: the operation writes files (a scope
+# directory, PLAN.md) and its caller is waiting for this one answer. Its result is
+# stored (the caller reads it); track_started lets a caller that gave up say whether
+# it had begun.
+@shared_task(
+    name="xworkmate.files.run",
+    time_limit=120,
+    soft_time_limit=110,
+    acks_late=False,
+    ignore_result=False,
+    track_started=True,
+)
+def run_file_operation(operation: str, arguments: dict[str, Any], host: str) -> dict[str, Any]:
+    from xworkmate import hostfiles
+
+    if host != hostfiles.this_host():
+        # A worker of another host subscribed to this queue: running it here would
+        # touch the wrong disk. Fail loudly rather than answer for another host.
+        raise RuntimeError(
+            f"file operation for host {host!r} reached a worker on host {hostfiles.this_host()!r}"
+        )
+    logger.info("file operation %s on host %s", operation, host)
+    return hostfiles.execute(operation, arguments)

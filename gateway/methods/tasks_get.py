@@ -9,13 +9,12 @@ from typing import Any
 
 from django.db import DatabaseError
 
+from artifacts import hosted
 from artifacts.engine import (
     ArtifactMissingError,
     WorkspaceUnavailableError,
     check_export_options,
-    export_artifacts,
 )
-from artifacts.services import artifact_settings
 from gateway.methods.mapping import mapping_payload
 from gateway.models import NativeTask, SessionMapping, TaskRun
 from gateway.policies import (
@@ -96,7 +95,7 @@ class _Lookup:
             else self.params.get("expectedArtifactDirs")
         )
         include_content = self.params.get("includeContent")
-        return export_artifacts(
+        return hosted.export(
             {
                 **self.params,
                 "openclawSessionKey": self.session_key,
@@ -104,7 +103,6 @@ class _Lookup:
                 "expectedArtifactDirs": dirs,
                 "includeContent": False if include_content is None else include_content,
             },
-            artifact_settings(),
         )
 
 

@@ -11,20 +11,22 @@ from django.utils import timezone, translation
 from django.utils.translation import gettext as _g
 
 from plans.admin._common import _host_tz, _live, _ms, _next_run, _status, _zone
-from plans.conf import plans_conf, plans_workspace
+from plans.conf import plans_conf
+from plans.files import plan_run_outputs
 from plans.models import Entry, Job, Plan, Revision
 from plans.review import (
     MAX_OUTPUTS,
+    RunOutputs,
     fire_times,
     local_time,
     plan_text,
     revision_diff,
-    run_outputs,
     schedule_zone,
 )
 from plans.schedule import ScheduleError, describe_schedule
 from plans.selectors import job_of, previous_revision, runs_page
 from plans.wire import job_json, proposed_job
+from xworkmate.lib.errors import HostUnavailableError
 from xworkmate.lib.timezones import TimeZoneError, get_zone
 
 FIRE_TIMES_SHOWN = 10
@@ -141,13 +143,18 @@ def _runs_context(job: Job | None, *, plan: Plan) -> dict[str, Any]:
         return {}
     runs, total = runs_page(job, limit=RUNS_SHOWN, offset=0)
     zone = _zone(schedule_zone(job.schedule, _host_tz()))
-    workspace = plans_workspace()
+    stamps = [run.archive_timestamp for run in runs]
+    try:
+        outputs = plan_run_outputs(plan.archive_id, stamps)
+    except HostUnavailableError as exc:
+        # The page still shows the runs; each says why its files are not listed (D-K31).
+        outputs = {stamp: RunOutputs([], False, str(exc)) for stamp in stamps}
     rows = [
         {
             "run": run,
             "fire_time": local_time(run.fire_at_ms, zone),
             "duration": _duration(run.duration_ms),
-            "outputs": run_outputs(workspace, plan.archive_id, run.archive_timestamp),
+            "outputs": outputs[run.archive_timestamp],
         }
         for run in runs
     ]

@@ -18,8 +18,8 @@ from plans.api._common import (
     _visible_entry,
 )
 from plans.api._fields import _PlanField, _PlanOut
-from plans.conf import plans_workspace
-from plans.planfile import PlanFileError, read_plan_file
+from plans.files import plan_file_read
+from plans.planfile import PlanFileError
 from plans.selectors import entries_visible_to, job_of, jobs_of, runs_page
 from plans.services import PlanGateError
 from plans.wire import cron_add_request, run_json
@@ -98,7 +98,7 @@ class PlanContentApi(_PlansView):
     def get(self, request: Request, task_id: str) -> Response:
         entry = _visible_entry(request, task_id)
         try:
-            content = read_plan_file(plans_workspace(), entry.plan.archive_id)
+            content = plan_file_read(entry.plan.archive_id)
         except PlanFileError as exc:
             return Response(
                 error_body("BAD_GATEWAY", f"Failed to read PLAN.md: {exc}", envelope=False),

@@ -10,20 +10,14 @@ from __future__ import annotations
 import hashlib
 import uuid
 from datetime import UTC, datetime
-from pathlib import Path
 
-from plans.conf import plans_conf, plans_workspace
+from plans.conf import plans_conf
 from plans.models import Entry, Job, Plan
 from plans.policies import job_next_run_ms
 from plans.schedule import ScheduleError
 from plans.services.errors import PlanNotFoundError
 
 # --- configuration ------------------------------------------------------------------------
-
-
-def _workspace() -> Path:
-    path: Path = plans_workspace()
-    return path
 
 
 def _host_tz() -> str:

@@ -12,16 +12,15 @@ from datetime import datetime
 from django.db import transaction
 from django.db.models import Max
 
+from plans.files import plan_file_read, plan_file_write
 from plans.models import Entry, Plan, Revision, Turn
 from plans.planfile import (
     PlanFileBlocked,
     PlanFileError,
     parse_plan_file,
-    read_plan_file,
     validate_plan_file,
-    write_plan_file,
 )
-from plans.services._common import _locked_plan, _remove_job, _sha256, _workspace
+from plans.services._common import _locked_plan, _remove_job, _sha256
 from plans.services.errors import PlanBlockedError, PlanError
 
 
@@ -68,7 +67,7 @@ def _write(
 ) -> tuple[Revision, list[str]]:
     """Write PLAN.md (validated, atomic, read back), then record it as a revision."""
     try:
-        write_plan_file(_workspace(), plan.archive_id, text)
+        plan_file_write(plan.archive_id, text)
     except PlanFileBlocked as exc:
         raise PlanBlockedError(str(exc)) from exc
     except PlanFileError as exc:
@@ -139,7 +138,7 @@ def _newest_number(plan: Plan) -> int:
 
 def _disk_text(plan: Plan) -> str | None:
     try:
-        return read_plan_file(_workspace(), plan.archive_id)
+        return plan_file_read(plan.archive_id)
     except PlanFileError as exc:
         raise PlanError(f"PLAN.md on disk: {exc}") from exc
 

@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import logging
-import os
-import stat
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from pathlib import Path
 
-from plans.planfile import is_archive_id
-from plans.services._common import _workspace
+from plans.files import plan_archive_ids
 from plans.services._revisions import _DiskProblem, _sync_plan
 from plans.services.errors import PlanError
 
@@ -24,29 +20,6 @@ class ReconcileReport:
     problems: dict[str, str] = field(default_factory=dict)  # archive id -> line and rule
 
 
-def _archive_dirs(workspace: Path) -> list[str]:
-    """The ARCHIVE_IDs that have a PLAN.md; symlinks and odd names are not followed."""
-    root = workspace / "archives"
-    try:
-        if not stat.S_ISDIR(os.lstat(root).st_mode):
-            return []
-        names = os.listdir(root)
-    except FileNotFoundError:
-        return []
-    found = []
-    for name in sorted(names):
-        if not is_archive_id(name):
-            continue
-        try:
-            if stat.S_ISDIR(os.lstat(root / name).st_mode) and os.path.lexists(
-                root / name / "PLAN.md"
-            ):
-                found.append(name)
-        except OSError:
-            logger.warning("plans: cannot look at archives/%s", name, exc_info=True)
-    return found
-
-
 def plans_reconcile(*, now: datetime) -> ReconcileReport:
     """Compare every PLAN.md with its last recorded revision (the periodic job and
     `manage.py plans reconcile`). A changed file becomes a new revision awaiting
@@ -54,7 +27,7 @@ def plans_reconcile(*, now: datetime) -> ReconcileReport:
     reported, never half-applied."""
     report = ReconcileReport()
     checked = 0
-    for archive_id in _archive_dirs(_workspace()):
+    for archive_id in plan_archive_ids():
         checked += 1
         try:
             if _sync_plan(archive_id, now=now):

@@ -16,7 +16,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -118,17 +118,25 @@ class CeleryProcesses:
         }
 
     def start(
-        self, role: str, config_text: str = "", *, name: str | None = None
+        self,
+        role: str,
+        config_text: str = "",
+        *,
+        name: str | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> subprocess.Popen[bytes]:
-        """Start `role`; `name` (default: the role) names its log and beat schedule files."""
+        """Start `role`; `name` (default: the role) names its log and beat schedule files,
+        and a worker's node; `env` is added to its environment."""
         name = name or role
         args = [sys.executable, "-m", "celery", "-A", "xworkmate.celery", role, "--loglevel", "INFO"]
         if role == "worker":
-            args += ["--concurrency", "2", "--hostname", f"test-{os.getpid()}@%h"]
+            args += ["--concurrency", "2", "--hostname", f"test-{os.getpid()}-{name}@%h"]
         else:
             args += ["--schedule", str(self.tmp_path / f"{name}-schedule")]
         log = (self.tmp_path / f"{name}.log").open("wb")
-        proc = subprocess.Popen(args, env=self.env(config_text), cwd=ROOT, stdout=log, stderr=log)
+        proc = subprocess.Popen(
+            args, env=self.env(config_text) | dict(env or {}), cwd=ROOT, stdout=log, stderr=log
+        )
         self.procs.append(proc)
         return proc
 

@@ -113,6 +113,9 @@ def test_serve_refuses_the_file_broker_in_one_line(tmp_path):
     (("--workers", "0"), "--workers: must be at least 1"),
     (("--web-workers", "0"), "--web-workers: must be at least 1"),
     (("--concurrency", "-2"), "--concurrency: must be at least 1"),
+    # A files worker serves one host's workspace roots (D-K31): which one must be said.
+    (("--only", "files"), "--only files: set XWORKMATE_HOST (workspace.this_host) to the host "
+     "whose workspace roots this worker serves, as [workspace.hosts] names it"),
 ])
 def test_serve_refuses_bad_options_naming_the_option(tmp_path, args, message):
     home = tmp_path / "home"

@@ -41,6 +41,7 @@ from xworkmate.config.kernel import (
     JOB_SCHEMA,
     RECORD_CHANNEL,
     WORKSPACE,
+    workspace_problems,
 )
 from xworkmate.config.keys import ConfigError, Key
 from xworkmate.config.section import Section
@@ -268,6 +269,8 @@ def _build(
             except ValueError as exc:
                 where = f"{name} (from {spec.env})" if name in from_env else name
                 problems.append(f"{where}: {exc}")
+    if "workspace" in values and "broker" in values:
+        problems += workspace_problems(values["workspace"], values["broker"].get("url", ""))
     channels, routes = build_delivery(raw.get("delivery", {}), problems)
     jobs = _build_jobs(raw.get("periodic_jobs", []), problems)
     if problems:

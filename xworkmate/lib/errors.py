@@ -12,7 +12,7 @@ words in the message (D-A5); the message is the contract's text verbatim.
 
 from __future__ import annotations
 
-__all__ = ["ConflictError", "ForbiddenError", "InputError"]
+__all__ = ["ConflictError", "ForbiddenError", "HostUnavailableError", "InputError"]
 
 
 class InputError(Exception):
@@ -43,3 +43,11 @@ class ConflictError(InputError):
 
     code = "CONFLICT"
     http_status = 409
+
+
+class HostUnavailableError(InputError):
+    """The workspace's host did not answer in time (D-K31): retry later, like a database
+    outage (D-K22), so 503 with Retry-After; the message names the host and its queue."""
+
+    code = "UNAVAILABLE"
+    http_status = 503

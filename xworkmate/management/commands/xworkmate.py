@@ -31,6 +31,7 @@ from xworkmate.dbcheck import (
     require_migrated_database,
     wait_for_migrated_database,
 )
+from xworkmate.hostfiles import this_host
 from xworkmate.metrics import clear_multiprocess_dir
 from xworkmate.models import ApiKey
 from xworkmate.periodic import configured_jobs, periodic_job_problems
@@ -135,9 +136,10 @@ class Command(BaseCommand):
             help="tasks at a time in each Celery worker (default: the CPU count)",
         )
         serve.add_argument(
-            "--only", choices=("web", "worker", "beat"), default=None,
+            "--only", choices=("web", "worker", "beat", "files"), default=None,
             help="run this one process in the foreground, for an init system that "
-            "supervises each (deploy/)",
+            "supervises each (deploy/); `files`: on a workspace host, the worker of its "
+            "file operations (XWORKMATE_HOST names the host)",
         )
         serve.add_argument(
             "--migrate", action="store_true", help="apply the migrations first"
@@ -331,6 +333,11 @@ class Command(BaseCommand):
         self.stdout.flush()
 
     def _serve(self, opts: dict[str, Any]) -> int:
+        if opts["only"] == "files" and not this_host():
+            raise CommandError(
+                "--only files: set XWORKMATE_HOST (workspace.this_host) to the host whose "
+                "workspace roots this worker serves, as [workspace.hosts] names it"
+            )
         for flag in ("web_workers", "workers", "concurrency"):
             if opts[flag] is not None and opts[flag] < 1:
                 raise CommandError(f"--{flag.replace('_', '-')}: must be at least 1")
@@ -352,6 +359,7 @@ class Command(BaseCommand):
             workers=web,
             worker_processes=opts["workers"],
             concurrency=opts["concurrency"] or os.cpu_count() or 1,
+            files_host=this_host(),
         )
         if opts["only"]:
             # Under an init system (deploy/): this process becomes the one named, so the
