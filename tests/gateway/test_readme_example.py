@@ -80,15 +80,20 @@ def readme_blocks(text: str | None = None) -> list[Block]:
 # --- comparing documented answers with real ones ----------------------------------------
 
 
-def json_values(text: str) -> list[Any]:
+def json_values(text: str, *, apart: list[bool] | None = None) -> list[Any]:
+    """The JSON values printed one after another; `apart` gets, for each value after
+    the first, whether a line break separates it from the one before."""
     decoder = json.JSONDecoder()
     values, position = [], 0
     text = text.strip()
     while position < len(text):
         value, position = decoder.raw_decode(text, position)
         values.append(value)
+        gap = position
         while position < len(text) and text[position].isspace():
             position += 1
+        if apart is not None and position < len(text):
+            apart.append("\n" in text[gap:position])
     return values
 
 
@@ -126,9 +131,12 @@ def mismatches(documented: Any, actual: Any, where: str = "$") -> list[str]:
 def answer_mismatches(block: Block, output: str) -> list[str]:
     assert block.answer is not None
     if block.answer_lang == "json":
-        documented, actual = json_values(block.answer), json_values(output)
+        apart: list[bool] = []
+        documented, actual = json_values(block.answer), json_values(output, apart=apart)
         if len(documented) != len(actual):
             return [f"{len(documented)} answers documented, {len(actual)} printed: {output!r}"]
+        if not all(apart):  # a reader sees `}{`: two answers run together (issue 22)
+            return [f"answers printed on one line, not apart: {output!r}"]
         return [m for d, a in zip(documented, actual, strict=True) for m in mismatches(d, a)]
     expected = block.answer.strip().splitlines()
     printed = output.strip().splitlines()
@@ -200,6 +208,11 @@ def test_the_matcher_reads_the_documented_wildcards():
     assert mismatches({"a": 1, "b": 2}, {"b": 2, "a": 1}) != []  # the key order counts
     assert mismatches({"sha256": "1d6f…"}, {"sha256": "a441"}) != []
     assert mismatches([1, True], [1, 1]) != []
+    two = Block(index=0, line=1, body="", skip_reason=None, answer_lang="json", answer='{"a": 1}\n{"a": 2}\n')
+    assert answer_mismatches(two, '{"a": 1}\n{"a": 2}') == []
+    assert answer_mismatches(two, '{"a": 1}{"a": 2}') == [
+        "answers printed on one line, not apart: '{\"a\": 1}{\"a\": 2}'"
+    ]
 
 
 def _checkout_files(clone: Path) -> set[str]:

@@ -15,6 +15,7 @@ from xworkmate.config import (
     ConfigError,
     effective_config,
 )
+from xworkmate.config.load import default_home
 from xworkmate.lib.durations import parse_duration
 from xworkmate.periodic import configured_jobs, default_jobs
 from xworkmate.wiring import SCHEMA, load_config, parse_config_text
@@ -278,7 +279,13 @@ def test_it_finds_the_file_from_env_then_cwd_then_defaults(tmp_path):
 
 
 def test_it_resolves_the_data_home(tmp_path):
-    assert load_config(env={}, cwd=tmp_path).home == tmp_path / "var"
+    # Unset: the checkout's var, wherever the command runs (issue 22).
+    assert load_config(env={}, cwd=tmp_path).home == ROOT / "var"
+    # An installed package (no checkout around the code): the user's data folder.
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    assert default_home({"XDG_DATA_HOME": str(tmp_path / "d")}, site) == tmp_path / "d" / "xworkmate"
+    assert default_home({}, site) == Path("~/.local/share/xworkmate").expanduser()
     assert load_config(env={"XWORKMATE_HOME": "data"}, cwd=tmp_path).home == tmp_path / "data"
     assert load_config(env={"XWORKMATE_HOME": "/srv/x"}, cwd=tmp_path).home == Path("/srv/x")
 

@@ -157,9 +157,14 @@ def test_a_command_run_from_another_directory_leaves_no_database_behind(tmp_path
         [sys.executable, str(ROOT / "manage.py"), "xworkmate", "apikey", "list"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
     )
-    assert result.returncode == 1 and "never migrated" in result.stderr
     assert "Traceback" not in result.stderr
-    assert not (tmp_path / "var" / "xworkmate.sqlite3").exists()
+    # Nothing in the directory it ran from: the data home is the checkout's (issue 22),
+    # which this machine may or may not have migrated.
+    assert list(tmp_path.iterdir()) == []
+    assert result.returncode == 0 or (
+        result.returncode == 1
+        and f"{ROOT / 'var' / 'xworkmate.sqlite3'} does not exist (never migrated)" in result.stderr
+    ), result.stderr
 
 
 def test_an_empty_or_outdated_database_is_reported_in_one_line(tmp_path):

@@ -161,9 +161,29 @@ def resolve_config_path(env: Mapping[str, str], cwd: Path) -> Path | None:
 
 
 def resolve_home(env: Mapping[str, str], cwd: Path) -> Path:
-    raw = env.get(HOME_ENV, "").strip() or DEFAULT_HOME
+    """XWORKMATE_HOME (relative to `cwd` when it is relative), else the default one."""
+    raw = env.get(HOME_ENV, "").strip()
+    if not raw:
+        return default_home(env)
     home = Path(raw).expanduser()
     return (home if home.is_absolute() else cwd / home).resolve()
+
+
+_CODE_ROOT = Path(__file__).resolve().parents[2]
+
+
+def default_home(env: Mapping[str, str], code_root: Path = _CODE_ROOT) -> Path:
+    """`var` in the checkout the code runs from; for an installed package, the user's
+    data folder (`$XDG_DATA_HOME/xworkmate`, `~/.local/share/xworkmate`).
+
+    Never the current directory: a command run from elsewhere finds the data home
+    `make run` uses, instead of creating (and then reporting as never migrated) a
+    `./var` wherever it was typed.
+    """
+    if (code_root / "manage.py").is_file() and (code_root / "pyproject.toml").is_file():
+        return code_root / DEFAULT_HOME
+    data = env.get("XDG_DATA_HOME", "").strip() or "~/.local/share"
+    return (Path(data).expanduser() / "xworkmate").resolve()
 
 
 def load_config(
