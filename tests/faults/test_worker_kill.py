@@ -15,20 +15,18 @@ as its first attempt.
 
 from __future__ import annotations
 
-import os
-import signal
 import time
-from pathlib import Path
 
 import pytest
 from django.db import transaction
 from django.utils import timezone
 
 from tests.delivery.conftest import use_channels
+from tests.faults.kill import KILLS, kill_9, outbox_snapshot
 from tests.faults.receiver import Receiver
 from tests.integration.conftest import CeleryProcesses, clear_broker, wait_for
 from xworkmate.config import DeliveryChannel
-from xworkmate.delivery.models import Attempt, Message
+from xworkmate.delivery.models import Message
 from xworkmate.delivery.services import outbox_enqueue
 
 MESSAGES = 240
@@ -60,33 +58,7 @@ every = "1s"
 """
 
 
-def _pool_children(pid: int) -> list[int]:
-    found = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        children = (task / "children").read_text().split()
-        found += [int(child) for child in children]
-    return found
-
-
-def _snapshot() -> dict[str, set[int]]:
-    """Each message's state at this moment, from the database."""
-    begun_open = set(
-        Attempt.objects.filter(finished_at__isnull=True).values_list("message_id", flat=True)
-    )
-    rows = Message.objects.values_list("pk", "status", "claimed_by", "attempt_count")
-    return {
-        "sent": {pk for pk, status, _, _ in rows if status == "sent"},
-        "begun, no answer": {pk for pk, status, _, _ in rows if status == "unknown"},
-        "not begun, claimed": {pk for pk, status, claim, n in rows
-                               if status == "pending" and claim and n == 0},
-        "not begun": {pk for pk, status, claim, n in rows if status == "pending" and n == 0},
-        "open attempts": begun_open,
-        "other": {pk for pk, status, _, n in rows
-                  if status not in ("sent", "unknown") and not (status == "pending" and n == 0)},
-    }
-
-
-@pytest.mark.parametrize("what", ["whole worker", "pool children"])
+@pytest.mark.parametrize("what", KILLS)
 def test_kill_9_the_worker_mid_batch_loses_nothing_and_doubles_only_begun_sends(
     own_services, tmp_path, settings, capsys, what
 ):
@@ -111,14 +83,9 @@ def test_kill_9_the_worker_mid_batch_loses_nothing_and_doubles_only_begun_sends(
             ]
         wait_for(lambda: len(receiver.requests()) >= 30, timeout=60, what="sends under way")
         killed_at = time.monotonic()
-        children = _pool_children(worker.pid)
-        assert children, "the worker has no pool children"
-        for pid in (*children, worker.pid) if what == "whole worker" else children:
-            os.kill(pid, signal.SIGKILL)
-        if what == "whole worker":
-            worker.wait()
+        kill_9(worker, what)
         time.sleep(0.5)  # what was in flight on the wire lands (or not) at the receiver
-        at_kill = _snapshot()
+        at_kill = outbox_snapshot()
         received_at_kill = receiver.counts()
         if what == "whole worker":
             processes.start("worker", config, name="worker-2")
