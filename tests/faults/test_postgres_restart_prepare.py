@@ -7,7 +7,7 @@ session already mapped, and a few identities every thread repeats at once
 (the same session and run, serialised by the session's row lock). The cluster
 is restarted with `pg_ctl restart -m fast` (every session ended, its
 transaction rolled back) or `-m immediate` (the server killed, crash recovery
-on the way up), three times, while the calls go on.
+on the way up), ten times, while the calls go on.
 
 Asserted: every call is answered, 200 or 503 with Retry-After in the gateway's
 envelope, never a 500, an HTML page or a hang; after each restart the same
@@ -40,9 +40,11 @@ from tests.support.own_postgres import OwnPostgres
 
 pytestmark = pytest.mark.integration
 
-CLIENTS = 4  # one gunicorn sync worker each
-RESTARTS = 3
-WARM_SECONDS = 3
+CLIENTS = 6  # one gunicorn sync worker each: six prepares in flight when the server goes
+# A restart ends a prepare between its directory and its COMMIT only now and
+# then (that stretch is short): many quick restarts make that likely.
+RESTARTS = 10
+WARM_SECONDS = 2
 SHARED = 3  # identities every client prepares again and again
 UNAVAILABLE = {"ok": False, "error": {
     "code": "UNAVAILABLE", "message": "the database is unavailable; retry later"}}
@@ -126,7 +128,7 @@ def test_a_postgres_restart_during_a_prepare_burst_leaves_no_half_prepare_and_no
             first = min(r.started + r.took for r in calls.rows
                         if r.phase == calls.phase and r.status == 200)
             recovery.append(first - back)
-            time.sleep(1)
+            time.sleep(0.5)
         stop.set()
         for thread in threads:
             thread.join(timeout=CLIENT_TIMEOUT + 10)
@@ -142,7 +144,9 @@ def test_a_postgres_restart_during_a_prepare_burst_leaves_no_half_prepare_and_no
                           if thread is None or not any(run[0] == key for run in runs))
     orphans = sorted(scope for scope, owner in dirs.items() if owner not in runs)
     without_dir = sorted(run for run in runs if artifact_scope_for(*run) not in dirs)
-    committed_503 = {(r.sent["openclawSessionKey"], r.sent["runId"]) for r in unavailable} & runs
+    # Committed although answered 503 (the server went between COMMIT and its answer).
+    committed_503 = ({(r.sent["openclawSessionKey"], r.sent["runId"]) for r in unavailable} & runs) - {
+        (r.sent["openclawSessionKey"], r.sent["runId"]) for r in ok}
     with capsys.disabled():  # the figures first, so a failure shows them too
         print(f"\npostgres restart -m {mode} x{RESTARTS} under session.prepare: "
               f"{len(calls.rows)} calls, {len(ok)} answered 200, {len(unavailable)} 503 "
@@ -150,7 +154,7 @@ def test_a_postgres_restart_during_a_prepare_burst_leaves_no_half_prepare_and_no
               f"(5xx {sum(1 for r in others if r.status >= 500)}); sessions {len(sessions)}, "
               f"runs {len(runs)}, scope dirs {len(dirs)}; half-written {len(half_written)}, "
               f"orphan dirs {len(orphans)}, runs without dir {len(without_dir)}; recovery "
-              + ", ".join(f"{seconds:.1f}s" for seconds in recovery))
+              f"{min(recovery):.1f}s to {max(recovery):.1f}s")
 
     assert not others, others[:5]  # no 500, no HTML, no hang (status 0)
     assert unavailable, "no call met the restarts: the test tested nothing"
