@@ -97,7 +97,8 @@ def test_a_postgres_restart_during_a_prepare_burst_leaves_no_half_prepare_and_no
                       "--scope", "gateway:write").strip().splitlines()[-1]
     calls = Calls()
     stop = threading.Event()
-    recovery: list[float] = []
+    restarting: list[float] = []  # pg_ctl restart, until the server accepts connections
+    recovery: list[float] = []  # from then until the first call made since answered 200
     with running_gunicorn(tmp_path, config, workers=CLIENTS, db_url=db_url) as base:
 
         def client(number: int) -> Any:
@@ -115,9 +116,11 @@ def test_a_postgres_restart_during_a_prepare_burst_leaves_no_half_prepare_and_no
         time.sleep(WARM_SECONDS)
         for restart in range(RESTARTS):
             calls.phase = f"restart {restart}"
+            began = time.monotonic()
             own_cluster.restart(mode)  # the calls go on meanwhile
             calls.phase = f"after {restart}"
             back = time.monotonic()
+            restarting.append(back - began)
 
             def answered_again(after: str = calls.phase) -> bool:
                 # Every client has had a 200 for a call made since the server was back.
@@ -153,7 +156,8 @@ def test_a_postgres_restart_during_a_prepare_burst_leaves_no_half_prepare_and_no
               f"({len(committed_503)} of their runs committed), {len(others)} other "
               f"(5xx {sum(1 for r in others if r.status >= 500)}); sessions {len(sessions)}, "
               f"runs {len(runs)}, scope dirs {len(dirs)}; half-written {len(half_written)}, "
-              f"orphan dirs {len(orphans)}, runs without dir {len(without_dir)}; recovery "
+              f"orphan dirs {len(orphans)}, runs without dir {len(without_dir)}; each restart "
+              f"{min(restarting):.1f}s to {max(restarting):.1f}s, then 200 again within "
               f"{min(recovery):.1f}s to {max(recovery):.1f}s")
 
     assert not others, others[:5]  # no 500, no HTML, no hang (status 0)
