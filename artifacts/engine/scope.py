@@ -282,6 +282,9 @@ def claim_scope(
     raise InputError("artifactScope is owned by another session")
 
 
+_NO_FOLLOW_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
 def discard_scope(workspace_root: str, identity: TaskIdentity) -> bool:
     """Remove the scope ``claim_scope`` just made for ``identity``, if it is still bare (D-A19).
 
@@ -299,10 +302,9 @@ def discard_scope(workspace_root: str, identity: TaskIdentity) -> bool:
     except OSError:
         return False
     try:
-        scope = open_directory_beneath(workspace_root, identity.expected_scope)
+        scope = os.open(name, _NO_FOLLOW_DIR, dir_fd=parent)
         try:
-            marker_dir = os.open(_MARKER_DIR, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW,
-                                 dir_fd=scope)
+            marker_dir = os.open(_MARKER_DIR, _NO_FOLLOW_DIR, dir_fd=scope)
             try:
                 bare = (
                     os.listdir(scope) == [_MARKER_DIR]
