@@ -10,7 +10,12 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import DateTimeField, F, Q, Subquery, Value
 from django.db.models.functions import Coalesce, Greatest
 
-from artifacts.engine import PreparePlan, create_prepared_scope
+from artifacts.engine import (
+    PreparedScope,
+    PreparePlan,
+    create_prepared_scope,
+    discard_prepared_scope,
+)
 from gateway.conf import gateway_conf
 from gateway.models import NativeTask, SessionEntry, SessionMapping, TaskRun
 from gateway.policies import (
@@ -246,17 +251,27 @@ def session_prepare(
 
     One transaction. The scope directory is created last, so a refused mapping
     (CONFLICT) leaves neither rows nor directories behind; if creating the
-    directory fails, the mapping and the run roll back with it.
+    directory fails, the mapping and the run roll back with it. Should the
+    transaction not commit after the directory was made (the database went
+    away before or during COMMIT), the directory goes again (D-A19): else it
+    would be an orphan, a scope with no run. Durable, so leaving the block is
+    the commit, not a savepoint's release.
     """
-    with transaction.atomic():
-        run_id = plan.identity.run_id
-        locked = _lock_session(session_key=request.session_key, run_id=run_id, now=now)
-        mapping = _mapping_upsert(
-            locked=locked, request=request, source="bridge_prepare", now=now, by_agent=by_agent
-        )
-        _run_write(locked=locked, run_id=run_id, status=TaskRun.RUNNING, now=now)
-        payload = create_prepared_scope(plan)
-    return mapping, payload
+    prepared: PreparedScope | None = None
+    try:
+        with transaction.atomic(durable=True):
+            run_id = plan.identity.run_id
+            locked = _lock_session(session_key=request.session_key, run_id=run_id, now=now)
+            mapping = _mapping_upsert(
+                locked=locked, request=request, source="bridge_prepare", now=now, by_agent=by_agent
+            )
+            _run_write(locked=locked, run_id=run_id, status=TaskRun.RUNNING, now=now)
+            prepared = create_prepared_scope(plan)
+    except BaseException:
+        if prepared is not None:
+            discard_prepared_scope(plan, prepared)
+        raise
+    return mapping, prepared.payload
 
 
 def session_mapping_record(

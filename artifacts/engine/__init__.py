@@ -16,8 +16,10 @@ from .paths import (
     task_session_scope_for,
 )
 from .prepare import (
+    PreparedScope,
     PreparePlan,
     create_prepared_scope,
+    discard_prepared_scope,
     prepare_artifact_scope,
     validate_prepare_params,
 )
@@ -39,6 +41,7 @@ __all__ = [
     "ArtifactSettings",
     "OpenedArtifact",
     "PreparePlan",
+    "PreparedScope",
     "RefPayload",
     "ToolContext",
     "WorkspaceUnavailableError",
@@ -46,6 +49,7 @@ __all__ = [
     "check_export_options",
     "collect_and_snapshot",
     "create_prepared_scope",
+    "discard_prepared_scope",
     "export_artifacts",
     "format_manifest_markdown",
     "list_artifacts",

@@ -11,6 +11,7 @@ import stat
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from xworkmate.lib.errors import InputError
 
@@ -28,9 +29,11 @@ from .paths import (
 
 __all__ = [
     "SCOPE_MARKER",
+    "ScopeClaim",
     "TaskIdentity",
     "alternative_scope",
     "claim_scope",
+    "discard_scope",
     "owned_identity",
     "payload_header",
     "read_identity",
@@ -240,14 +243,19 @@ def _claim(dir_fd: int, identity: TaskIdentity) -> bool:
         os.close(marker_dir)
 
 
+class ScopeClaim(NamedTuple):
+    identity: TaskIdentity  # with the scope it owns
+    path: str  # the absolute path of the deepest directory
+    created: bool  # this call made the scope's directory (then claimed it)
+
+
 def claim_scope(
     workspace_root: str, identity: TaskIdentity, *, extra: str = ""
-) -> tuple[TaskIdentity, str]:
+) -> ScopeClaim:
     """Create the identity's scope (and ``extra`` below it) and claim it (D-A16).
 
     ``mkdir -p`` without following symlinks; a scope this call creates records its
-    creation time. Returns the identity with the scope it owns, and the absolute
-    path of the deepest directory.
+    creation time.
     """
     for scope in (identity.expected_scope, alternative_scope(identity)):
         scope_root = resolve_scope_root(workspace_root, scope)
@@ -266,12 +274,59 @@ def claim_scope(
             continue
         owned = replace(identity, expected_scope=scope)
         if not extra:
-            return owned, scope_root
+            return ScopeClaim(owned, scope_root, created)
         fd, _ = ensure_directory_beneath(workspace_root, f"{relative}/{extra}")
         os.close(fd)
-        return owned, os.path.join(scope_root, extra)
+        return ScopeClaim(owned, os.path.join(scope_root, extra), created)
     # Only a hash collision of two raw identities (or tampering) can get here.
     raise InputError("artifactScope is owned by another session")
+
+
+_NO_FOLLOW_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+def discard_scope(workspace_root: str, identity: TaskIdentity) -> bool:
+    """Remove the scope ``claim_scope`` just made for ``identity``, if it is still bare (D-A19).
+
+    For a prepare whose rows did not commit. Only a directory holding nothing but
+    the engine's two markers, with the claim ``identity``'s, is removed; anything
+    else found in it (a file, another owner) keeps it, as it then is somebody's.
+    Nothing is followed: the directories are opened beneath the workspace, the
+    entries removed by name relative to them. The session's directory above it
+    stays (other runs of the session, or of a session of the same name, use it).
+    Returns whether the scope is gone.
+    """
+    parent_scope, _, name = identity.expected_scope.rpartition("/")
+    try:
+        parent = open_directory_beneath(workspace_root, parent_scope)
+    except OSError:
+        return False
+    try:
+        scope = os.open(name, _NO_FOLLOW_DIR, dir_fd=parent)
+        try:
+            marker_dir = os.open(_MARKER_DIR, _NO_FOLLOW_DIR, dir_fd=scope)
+            try:
+                bare = (
+                    os.listdir(scope) == [_MARKER_DIR]
+                    and set(os.listdir(marker_dir)) <= {_CREATED_FILE, _OWNER_FILE}
+                    and _read_owner_at(marker_dir) == (identity.session_key, identity.run_id)
+                )
+                if not bare:
+                    return False
+                for marker in (_OWNER_FILE, _CREATED_FILE):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(marker, dir_fd=marker_dir)
+            finally:
+                os.close(marker_dir)
+            os.rmdir(_MARKER_DIR, dir_fd=scope)
+        finally:
+            os.close(scope)
+        os.rmdir(name, dir_fd=parent)  # refused should anything have appeared meanwhile
+    except OSError:
+        return False
+    finally:
+        os.close(parent)
+    return True
 
 
 def _recorded_created_ms(scope_root: str) -> float | None:

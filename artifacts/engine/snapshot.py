@@ -283,7 +283,7 @@ def collect_and_snapshot(
     if source_files is not None and not isinstance(source_files, list):
         raise InputError("sourceFiles must be an array of strings")
     # D-A6: all params are valid; the writes start here.
-    identity, snapshot_root = claim_scope(workspace_root, identity, extra=_SNAPSHOT_DIR)
+    identity, snapshot_root, _ = claim_scope(workspace_root, identity, extra=_SNAPSHOT_DIR)
     artifact_scope = identity.expected_scope
     scope_root = resolve_scope_root(workspace_root, artifact_scope)
     snapshot_relative = f"{artifact_scope}/{_SNAPSHOT_DIR}"

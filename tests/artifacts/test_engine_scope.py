@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,10 @@ from hypothesis import strategies as st
 
 from artifacts.engine import (
     ArtifactMissingError,
+    PreparedScope,
+    PreparePlan,
+    create_prepared_scope,
+    discard_prepared_scope,
     export_artifacts,
     prepare_artifact_scope,
     safe_scope_segment,
@@ -22,6 +27,7 @@ from artifacts.engine.paths import (
     normalize_expected_artifact_dirs,
     safe_input_relative_path,
 )
+from artifacts.engine.scope import discard_scope
 from tests.artifacts.engine_support import ids, make_workspace, settings_for, tree_state
 from xworkmate.lib.errors import ConflictError, InputError
 
@@ -334,3 +340,59 @@ def test_any_relative_path_stays_inside_the_scope_or_is_refused(raw: str) -> Non
     assert is_within_root(scope_root, joined)
     assert joined != scope_root
     assert "\0" not in relative and "\\" not in relative
+
+
+# --- D-A19: a prepare that did not commit takes back the scope it made ------------------------
+
+
+def _prepared(workspace: Path, session: str = "s1", run: str = "r1") -> tuple[PreparePlan, PreparedScope]:
+    plan = validate_prepare_params(ids(session, run), settings_for(workspace))
+    return plan, create_prepared_scope(plan)
+
+
+def test_d_a19_the_scope_a_prepare_made_goes_when_it_does_not_commit(tmp_path: Path) -> None:
+    workspace = make_workspace(tmp_path)
+    plan, prepared = _prepared(workspace)
+    assert prepared.created and (workspace / "tasks/s1/r1/.xworkmate/owner.json").is_file()
+    discard_prepared_scope(plan, prepared)
+    # The session's folder stays: other runs of the session (or of its name) use it.
+    assert sorted(tree_state(workspace)) == ["tasks", "tasks/s1"]
+
+
+def test_d_a19_a_scope_an_earlier_prepare_made_stays(tmp_path: Path) -> None:
+    workspace = make_workspace(tmp_path)
+    _prepared(workspace)  # the committed run's
+    plan, again = _prepared(workspace)
+    assert not again.created
+    before = tree_state(workspace)
+    discard_prepared_scope(plan, again)
+    assert tree_state(workspace) == before
+
+
+@pytest.mark.parametrize("intruder", ["out.txt", ".xworkmate/note"])
+def test_d_a19_a_scope_with_anything_else_in_it_stays(tmp_path: Path, intruder: str) -> None:
+    workspace = make_workspace(tmp_path)
+    plan, prepared = _prepared(workspace)
+    (workspace / "tasks/s1/r1" / intruder).write_text("somebody's")
+    before = tree_state(workspace)
+    assert not discard_scope(plan.workspace_root, prepared.identity)
+    assert tree_state(workspace) == before  # the claim too
+
+
+def test_d_a19_a_scope_claimed_by_another_identity_stays(tmp_path: Path) -> None:
+    workspace = make_workspace(tmp_path)
+    plan, prepared = _prepared(workspace)
+    other = replace(prepared.identity, run_id="another")
+    before = tree_state(workspace)
+    assert not discard_scope(plan.workspace_root, other)
+    assert tree_state(workspace) == before
+
+
+def test_d_a19_a_symlinked_scope_is_not_followed(tmp_path: Path) -> None:
+    workspace = make_workspace(tmp_path)
+    plan, prepared = _prepared(workspace)
+    outside = tmp_path / "outside"
+    (workspace / "tasks/s1/r1").rename(outside)
+    (workspace / "tasks/s1/r1").symlink_to(outside)
+    assert not discard_scope(plan.workspace_root, prepared.identity)
+    assert (outside / ".xworkmate/owner.json").is_file()

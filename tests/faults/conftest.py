@@ -9,15 +9,23 @@ Each test prints its figures (lost, doubled, recovery seconds).
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from django.conf import settings
 from django.db import connection
 
+from tests.conftest import ROOT
+
 # The integration run's helpers and fixtures, for these processes.
 from tests.integration.conftest import CeleryProcesses, clear_broker  # noqa: F401
+from tests.support.own_postgres import OwnPostgres, own_postgres
 
 SUITE_ENV = "XWORKMATE_FAULT_SUITE"
+OWN_DATABASE = "xworkmate_own"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -43,3 +51,25 @@ def own_services(transactional_db: None) -> str:
 @pytest.fixture
 def real_services(own_services: str) -> None:
     """What the integration tests ask for, here: the suite's own servers."""
+
+
+@pytest.fixture
+def own_cluster(real_services: None) -> Iterator[OwnPostgres]:
+    """A PostgreSQL cluster of the test's own with an empty OWN_DATABASE, for gunicorn.
+
+    Not the suite's: a test stops or restarts it, which must not break this
+    process's own connection to the test database.
+    """
+    with own_postgres() as running:
+        running.createdb(OWN_DATABASE)
+        yield running
+
+
+def manage_on(tmp_path: Path, db_url: str, *args: str) -> str:
+    """`manage.py ARGS` on `db_url` with tmp_path's config and home; its stdout."""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "xworkmate.settings",
+           "XWORKMATE_CONFIG": str(tmp_path / "xworkmate.toml"),
+           "XWORKMATE_HOME": str(tmp_path / "home"), "DATABASE_URL": db_url}
+    done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300, check=True)
+    return done.stdout

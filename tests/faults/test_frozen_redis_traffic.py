@@ -1,32 +1,33 @@
-"""D-K23 under traffic: a Redis frozen for 45 s holds up no request and loses nothing.
+"""D-K23 under traffic: a Redis frozen for 45 s, or stopped for 30 s, holds up no
+request and loses nothing.
 
 Real gunicorn (one sync worker per client thread), a real Celery worker and
 beat, all on the test's own redis-server (never the machine's), a real
 webhook receiver. Client threads call the API the whole time: long-run
 touch-progress, plans run-now (its agentTurn goes into the outbox, published
 after commit), gateway session.prepare and /healthz; beat's foreground
-monitor queues the long tasks' heartbeats. In the middle Redis is frozen with
-SIGSTOP for 45 s: the kernel accepts connections, nothing answers.
+monitor queues the long tasks' heartbeats. In the middle Redis goes away:
+frozen with SIGSTOP for 45 s (the kernel accepts connections, nothing
+answers), or stopped (SIGTERM) for 30 s and started again on the same port
+and directory, empty (connections are refused, and what the broker held
+before is gone).
 
 Asserted: every call is answered, each within its kind's worst latency before
 the freeze plus the publish's bound; no 5xx but /healthz's documented 503;
-after the thaw every outbox message committed reaches the receiver once,
+after Redis is back every outbox message committed reaches the receiver once,
 every run-now that ran is recorded and delivered; the worker is the same
 process, alive. The figures are printed (and quoted in the README and D-K23).
 """
 
 from __future__ import annotations
 
-import json
 import threading
 import time
-import urllib.error
-import urllib.request
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from django.conf import settings as django_settings
@@ -36,6 +37,7 @@ from plans.models import Run
 from plans.services import Proposal, entry_confirm, plan_propose
 from tests.conftest import configure
 from tests.delivery.conftest import use_channels
+from tests.faults.traffic import CLIENT_TIMEOUT, Calls, loop
 from tests.integration.conftest import CeleryProcesses, clear_broker, running_gunicorn, wait_for
 from tests.integration.test_delivery_real import SECRET, Receiver
 from tests.longrun.conftest import task_set
@@ -48,7 +50,6 @@ from xworkmate.services import api_key_create
 pytestmark = pytest.mark.integration
 
 WARM_SECONDS = 12
-FREEZE_SECONDS = 45
 AFTER_SECONDS = 10
 PLANS = 12
 TOUCHED = 3  # long tasks the client touches
@@ -59,43 +60,22 @@ PUBLISH_BOUND = (PUBLISH_RETRY["max_retries"] + 1) * 2 * django_settings.BROKER_
     PUBLISH_RETRY["interval_max"]
 )
 SLACK = 2.0  # a loaded two-CPU machine's scheduling
-CLIENT_TIMEOUT = 120  # far beyond any bound: a call that reaches it hung
 
 
-class Calls:
-    """Every call's (kind, phase, status, seconds, body) across the client threads."""
+class Outage(NamedTuple):
+    name: str  # what the figures call it
+    seconds: int
+    begin: Callable[[OwnRedis], None]
+    end: Callable[[OwnRedis], None]
 
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.phase = "before"
-        self.rows: list[tuple[str, str, int, float, Any]] = []
 
-    def call(self, kind: str, method: str, url: str, token: str, body: Any = None) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(
-            url, data=data, method=method,
-            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-        )
-        phase = self.phase
-        started = time.monotonic()
-        try:
-            with urllib.request.urlopen(request, timeout=CLIENT_TIMEOUT) as response:
-                status, raw = response.status, response.read()
-        except urllib.error.HTTPError as exc:
-            status, raw = exc.code, exc.read()
-        except OSError as exc:  # no answer at all: a hang, a reset
-            status, raw = 0, str(exc).encode()
-        took = time.monotonic() - started
-        try:
-            answer = json.loads(raw)
-        except ValueError:
-            answer = raw[:200]
-        with self.lock:
-            self.rows.append((kind, phase, status, took, answer))
-        return answer
-
-    def worst(self, kind: str, phases: tuple[str, ...]) -> float:
-        return max((r[3] for r in self.rows if r[0] == kind and r[1] in phases), default=0.0)
+OUTAGES = [
+    # SIGSTOP: connections are accepted and never answered; the socket timeouts end the waits.
+    pytest.param(Outage("frozen Redis (SIGSTOP)", 45, OwnRedis.freeze, OwnRedis.thaw), id="frozen-45s"),
+    # SIGTERM, then a new redis-server on the same port: refused, then an empty broker.
+    pytest.param(Outage("stopped Redis (SIGTERM)", 30, OwnRedis.stop, OwnRedis.start),
+                 id="stopped-30s"),
+]
 
 
 def _proposal() -> Proposal:
@@ -137,19 +117,10 @@ def redis_server(tmp_path: Path) -> Iterator[OwnRedis]:
         yield server
 
 
-def _loop(stop: threading.Event, work: Callable[[int], None]) -> threading.Thread:
-    def run() -> None:
-        turn = 0
-        while not stop.is_set():
-            work(turn)
-            turn += 1
-            time.sleep(0.05)
-
-    return threading.Thread(target=run, daemon=True)
-
-
-def test_a_redis_frozen_for_45_seconds_under_traffic_holds_up_no_call_and_loses_nothing(
-    hook: Receiver, redis_server: OwnRedis, tmp_path: Path, settings: Any, capsys: Any
+@pytest.mark.parametrize("outage", OUTAGES)
+def test_a_redis_frozen_or_stopped_under_traffic_holds_up_no_call_and_loses_nothing(
+    outage: Outage, hook: Receiver, redis_server: OwnRedis, tmp_path: Path, settings: Any,
+    capsys: Any,
 ) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -205,14 +176,14 @@ def test_a_redis_frozen_for_45_seconds_under_traffic_holds_up_no_call_and_loses_
                 calls.call("healthz", "GET", f"{base}/healthz", token)
                 time.sleep(0.5)
 
-            threads = [_loop(stop, w) for w in (touch, run_now, prepare, health)]
+            threads = [loop(stop, w) for w in (touch, run_now, prepare, health)]
             for thread in threads:
                 thread.start()
             time.sleep(WARM_SECONDS)
-            calls.phase = "frozen"
-            redis_server.freeze()
-            time.sleep(FREEZE_SECONDS)
-            redis_server.thaw()
+            calls.phase = "out"
+            outage.begin(redis_server)
+            time.sleep(outage.seconds)
+            outage.end(redis_server)
             calls.phase = "after"
             time.sleep(AFTER_SECONDS)
             stop.set()
@@ -222,28 +193,30 @@ def test_a_redis_frozen_for_45_seconds_under_traffic_holds_up_no_call_and_loses_
 
         committed = Message.objects.all()
         wait_for(lambda: not committed.exclude(status=Message.SENT).exists(), timeout=90,
-                 what="every committed message to be sent after the thaw")
+                 what="every committed message to be sent once Redis is back")
         assert worker.poll() is None, processes.logs()
     finally:
         stop.set()
         processes.stop()
 
     keys = set(Message.objects.values_list("idempotency_key", flat=True))
-    unanswered = [r for r in calls.rows if r[2] == 0]
-    server_errors = [r for r in calls.rows if r[2] >= 500 and not (r[0] == "healthz" and r[2] == 503)]
-    kinds = sorted({r[0] for r in calls.rows})
+    unanswered = [r for r in calls.rows if r.status == 0]
+    server_errors = [r for r in calls.rows
+                     if r.status >= 500 and not (r.kind == "healthz" and r.status == 503)]
+    kinds = sorted({r.kind for r in calls.rows})
     by_kind: dict[str, int] = defaultdict(int)
     for row in calls.rows:
-        by_kind[row[0]] += 1
-    frozen_runs = sum(1 for r in calls.rows if r[0] == "run-now" and r[1] == "frozen"
-                      and isinstance(r[4], dict) and r[4].get("ran"))
+        by_kind[row.kind] += 1
+    runs_out = sum(1 for r in calls.rows if r.kind == "run-now" and r.phase == "out"
+                   and isinstance(r.answer, dict) and r.answer.get("ran"))
     with capsys.disabled():  # the figures first, so a failure shows them too
-        print(f"\nfrozen Redis ({FREEZE_SECONDS}s SIGSTOP): {len(calls.rows)} calls, {len(unanswered)} unanswered, "
-              f"5xx other than healthz 503: {len(server_errors)}; publish bound {PUBLISH_BOUND}s")
+        print(f"\n{outage.name} for {outage.seconds}s: {len(calls.rows)} calls, "
+              f"{len(unanswered)} unanswered, 5xx other than healthz 503: {len(server_errors)}; "
+              f"publish bound {PUBLISH_BOUND}s")
         for kind in kinds:
             print(f"  {kind}: {by_kind[kind]} calls, worst before {calls.worst(kind, ('before',)):.2f}s, "
-                  f"worst frozen/after {calls.worst(kind, ('frozen', 'after')):.2f}s")
-        print(f"  run-now ran {len(ran)} ({frozen_runs} while frozen), "
+                  f"worst during/after {calls.worst(kind, ('out', 'after')):.2f}s")
+        print(f"  run-now ran {len(ran)} ({runs_out} while Redis was away), "
               f"{Run.objects.filter(forced=True).count()} recorded; messages "
               f"committed {len(keys)}, delivered {len(hook.by_key)}, lost {len(keys - set(hook.by_key))}; "
               f"worker pid {worker.pid} alive")
@@ -251,14 +224,14 @@ def test_a_redis_frozen_for_45_seconds_under_traffic_holds_up_no_call_and_loses_
     assert not server_errors, server_errors[:5]
     assert kinds == ["healthz", "run-now", "session.prepare", "touch-progress"]
     for kind in kinds:
-        # /healthz may answer 503 (the broker, or a job late after the freeze); the rest 200.
-        good = [r for r in calls.rows if r[0] == kind and (r[2] == 200 or kind == "healthz")]
-        assert good and {r[1] for r in good} >= {"before", "frozen", "after"}, kind
+        # /healthz may answer 503 (the broker, or a job late after the outage); the rest 200.
+        good = [r for r in calls.rows if r.kind == kind and (r.status == 200 or kind == "healthz")]
+        assert good and {r.phase for r in good} >= {"before", "out", "after"}, kind
         normal = calls.worst(kind, ("before",))
-        assert calls.worst(kind, ("frozen", "after")) <= normal + PUBLISH_BOUND + SLACK, kind
-    # The health check saw the broker down while frozen (within its own bound).
-    frozen_health = [r for r in calls.rows if r[0] == "healthz" and r[1] == "frozen"]
-    assert any(r[2] == 503 and r[4]["broker"]["status"] == "down" for r in frozen_health)
+        assert calls.worst(kind, ("out", "after")) <= normal + PUBLISH_BOUND + SLACK, kind
+    # The health check saw the broker down while it was away (within its own bound).
+    health_out = [r for r in calls.rows if r.kind == "healthz" and r.phase == "out"]
+    assert any(r.status == 503 and r.answer["broker"]["status"] == "down" for r in health_out)
     # Nothing committed is lost: every message reached the receiver, once.
     assert set(hook.by_key) == keys and set(hook.by_key.values()) == {1}, hook.by_key
     # Every run-now that ran is recorded, and its agentTurn was delivered.

@@ -12,44 +12,21 @@ is never touched.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import threading
 import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.faults.conftest import OWN_DATABASE, manage_on
 from tests.integration.conftest import running_gunicorn, wait_for
-from tests.support.own_postgres import OwnPostgres, own_postgres
+from tests.support.own_postgres import OwnPostgres
 
 pytestmark = pytest.mark.integration
-
-DATABASE = "xworkmate_outage"
-
-
-@pytest.fixture
-def cluster() -> Iterator[OwnPostgres]:
-    with own_postgres() as running:
-        running.createdb(DATABASE)
-        yield running
-
-
-def _manage(tmp_path: Path, db_url: str, *args: str) -> str:
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "xworkmate.settings",
-           "XWORKMATE_CONFIG": str(tmp_path / "xworkmate.toml"),
-           "XWORKMATE_HOME": str(tmp_path / "home"), "DATABASE_URL": db_url}
-    done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300, check=True)
-    return done.stdout
-
 
 def _call(base: str, token: str, kind: str) -> tuple[int, dict[str, str], bytes]:
     if kind == "rest":
@@ -72,15 +49,15 @@ def _call(base: str, token: str, kind: str) -> tuple[int, dict[str, str], bytes]
 
 
 def test_a_stopped_database_answers_503_with_retry_after_and_recovers_without_a_restart(
-    real_services: None, cluster: OwnPostgres, tmp_path: Path, capsys: Any
+    own_cluster: OwnPostgres, tmp_path: Path, capsys: Any
 ) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     config = f'[workspace]\nroots = ["{workspace}"]\n'
     (tmp_path / "xworkmate.toml").write_text(config, encoding="utf-8")
-    db_url = cluster.url(DATABASE)
-    _manage(tmp_path, db_url, "migrate", "--no-input")
-    token = _manage(tmp_path, db_url, "xworkmate", "apikey", "create", "--name", "outage",
+    db_url = own_cluster.url(OWN_DATABASE)
+    manage_on(tmp_path, db_url, "migrate", "--no-input")
+    token = manage_on(tmp_path, db_url, "xworkmate", "apikey", "create", "--name", "outage",
                     "--scope", "gateway:write", "--scope", "longrun:read").strip().splitlines()[-1]
     answers: list[tuple[str, str, int, dict[str, str], bytes]] = []
     phase = ["up"]
@@ -99,11 +76,11 @@ def test_a_stopped_database_answers_503_with_retry_after_and_recovers_without_a_
         thread.start()
         time.sleep(2)
         phase[0] = "stopping"
-        cluster.stop("fast")  # during the client's calls
+        own_cluster.stop("fast")  # during the client's calls
         phase[0] = "down"
         time.sleep(4)
         phase[0] = "restarted"
-        cluster.start()
+        own_cluster.start()
         wait_for(lambda: [a for a in answers if a[0] == "restarted" and a[2] == 200][2:],
                  timeout=60, what="calls to succeed again after the restart")
         stop.set()

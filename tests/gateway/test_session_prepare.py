@@ -1,11 +1,13 @@
-"""`xworkmate.session.prepare` (contract §13.1, §18 B; D-A4, D-A5, D-A6, D-A7, D-A9)."""
+"""`xworkmate.session.prepare` (contract §13.1, §18 B; D-A4, D-A5, D-A6, D-A7, D-A9, D-A19)."""
 
 from __future__ import annotations
 
 import base64
 
 import pytest
+from django.db import OperationalError, connections
 
+from gateway import services
 from gateway.models import SessionEntry, SessionMapping, TaskRun
 from tests.gateway.conftest import call, db_state, prepare, tasks_get, tree
 from xworkmate.services import KeyBinding, api_key_create
@@ -215,3 +217,43 @@ def test_a_bound_agent_key_works_on_its_own_run_whatever_the_params_say(db, work
     (workspace / "tasks/k1/r1/x.md").write_text("x")
     _, body = call(agent, "xworkmate.artifacts.read", {"openclawSessionKey": "evil", "runId": "other", "relativePath": "x.md", "artifactScope": "tasks/k1/r1"})
     assert base64.b64decode(body["payload"]["artifacts"][0]["content"]) == b"x"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_d_a19_a_prepare_whose_commit_fails_leaves_no_directory_but_keeps_a_committed_runs(
+    bridge, workspace, monkeypatch
+):
+    """D-A19: the database goes at COMMIT, after the scope directory was made.
+
+    Nothing is committed, and the directory the prepare made goes too: else it is
+    an orphan, a scope with no run. A scope an earlier, committed prepare of the
+    run made stays, with what the agent wrote into it.
+    """
+    prepare(bridge, appThreadKey="t1", openclawSessionKey="k1", runId="r1")
+    (workspace / "tasks/k1/r1/out.txt").write_text("the agent's")
+    committed, files = db_state(), tree(workspace)
+    real_create = services.create_prepared_scope
+    wrapper = connections["default"]  # the test client's requests run on this thread's connection
+    real_commit = wrapper.commit
+    fail: list[bool] = []
+
+    def commit() -> None:
+        if fail:
+            fail.clear()
+            raise OperationalError("server closed the connection unexpectedly")
+        real_commit()
+
+    def then_commit_fails(plan):
+        prepared = real_create(plan)
+        fail.append(True)  # this prepare's COMMIT, only
+        return prepared
+
+    monkeypatch.setattr(wrapper, "commit", commit)
+    monkeypatch.setattr(services, "create_prepared_scope", then_commit_fails)
+    for thread, session, run in (("t2", "k2", "r2"), ("t1", "k1", "r3"), ("t1", "k1", "r1")):
+        status, body = call(bridge, "xworkmate.session.prepare",
+                            {"appThreadKey": thread, "openclawSessionKey": session, "runId": run})
+        assert (status, body["error"]["code"]) == (503, "UNAVAILABLE"), body
+    assert db_state() == committed
+    # tasks/k2 itself may stay (a session's folder is shared by its runs); no run's scope does.
+    assert [f for f in tree(workspace) if f != "tasks/k2"] == files

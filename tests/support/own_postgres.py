@@ -2,9 +2,10 @@
 
 PostgreSQL refuses to run as root, so the cluster belongs to the unprivileged
 `postgres` account (`runuser -u postgres --` when the tests run as root). It
-can be stopped (`pg_ctl stop -m fast`: the server closes every connection) and
-started again on the same port and data directory, by its own pg_ctl; the
-machine's shared server is never touched.
+can be stopped (`pg_ctl stop -m fast`: the server closes every connection),
+started again on the same port and data directory, or restarted (`pg_ctl
+restart`, fast or immediate), by its own pg_ctl; the machine's shared server is
+never touched.
 """
 
 from __future__ import annotations
@@ -59,13 +60,27 @@ class OwnPostgres:
         self._run(str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres",
                   "--auth=trust", "--no-sync", "-E", "UTF8")
 
-    def start(self) -> None:
+    def _server(self, action: str, *args: str) -> None:
+        # The log file always: without -l the server would write to pg_ctl's
+        # stdout, which _run captures, and it would wait for the server to end.
         options = f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.root} -c fsync=off"
         self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-l", str(self.log),
-                  "-o", options, "-w", "-t", "60", "start")
+                  "-o", options, *args, "-w", "-t", "60", action)
+
+    def start(self) -> None:
+        self._server("start")
 
     def stop(self, mode: str = "fast") -> None:
         self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop")
+
+    def restart(self, mode: str = "fast") -> None:
+        """`pg_ctl restart -m mode`, back when it accepts connections again.
+
+        fast: the server ends every session (their transactions roll back) and
+        shuts down cleanly; immediate: it is killed, and crash recovery replays
+        its log on the way up.
+        """
+        self._server("restart", "-m", mode)
 
     def running(self) -> bool:
         done = subprocess.run([*self.as_owner, str(self.bin / "pg_ctl"), "-D", str(self.data),
