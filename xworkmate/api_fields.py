@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from typing import Any
 
+from django.utils.translation import gettext as _
 from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -133,7 +134,7 @@ def query_values(
         if name in lists:
             values[name] = each
         elif len(each) > 1:
-            raise ValidationError({name: "given more than once (it takes one value)"})
+            raise ValidationError({name: _("given more than once (it takes one value)")})
         else:
             values[name] = each[0]
     return values

@@ -19,9 +19,12 @@ from typing import IO
 from django.conf import settings
 from django.core.exceptions import TooManyFieldsSent
 from django.http import HttpRequest, HttpResponse
+from django.utils import translation
+from django.utils.translation import gettext as _
 
 from xworkmate.api_errors import api_error_response, is_api_path
 from xworkmate.lib.strict_json import text_problem
+from xworkmate.middleware import api_language
 from xworkmate.parsers import max_body_bytes
 
 __all__ = ["ApiInputMiddleware"]
@@ -51,7 +54,12 @@ class ApiInputMiddleware:
         api = is_api_path(request.path)
         refused = self._take_chunked_body(request, api=api)
         if refused is None and api:
-            refused = self._check_query(request)
+            # Before the language middleware: a refusal here speaks the API's language too.
+            language = api_language(request.headers.get("Accept-Language", ""))
+            with translation.override(language):
+                refused = self._check_query(request)
+            if refused is not None:
+                refused["Content-Language"] = language
         return refused if refused is not None else self.get_response(request)
 
     def _take_chunked_body(self, request: HttpRequest, *, api: bool) -> HttpResponse | None:
@@ -74,15 +82,20 @@ class ApiInputMiddleware:
         try:
             params = list(request.GET.lists())
         except TooManyFieldsSent as exc:
-            return api_error_response(request, 400, "INVALID_REQUEST", f"query string: {exc}")
+            return api_error_response(
+                request, 400, "INVALID_REQUEST", _("query string: %(why)s") % {"why": exc}
+            )
         for name, values in params:
             problem = text_problem(name)
             if problem is not None:
                 return api_error_response(
-                    request, 400, "INVALID_REQUEST", f"query parameter names {problem}"
+                    request, 400, "INVALID_REQUEST",
+                    _("query parameter names %(problem)s") % {"problem": _(problem)},
                 )
             for value in values:
                 problem = text_problem(value)
                 if problem is not None:
-                    return api_error_response(request, 400, "INVALID_REQUEST", f"{name}: {problem}")
+                    return api_error_response(
+                        request, 400, "INVALID_REQUEST", f"{name}: {_(problem)}"
+                    )
         return None

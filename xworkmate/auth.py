@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth.models import User
 from django.utils import timezone
+from django.utils.translation import gettext, gettext_lazy
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.exceptions import AuthenticationFailed, PermissionDenied, ValidationError
 from rest_framework.permissions import BasePermission
@@ -30,6 +31,9 @@ from xworkmate.models import ApiKey
 from xworkmate.policies import last_used_is_stale, scope_allows
 from xworkmate.selectors import api_key_for_token
 from xworkmate.services import api_key_touch
+
+if TYPE_CHECKING:
+    from django.utils.functional import _StrPromise
 
 TURN_HELP = (
     "the conversation turn the write comes from (e.g. the bridge's run id); an agent key "
@@ -157,12 +161,12 @@ class ApiKeyAuthentication(BaseAuthentication):
             return None  # not ours: other authenticators (or none) decide
         token = token.strip()
         if not token:
-            raise AuthenticationFailed("Authorization header has no API key after 'Bearer'")
+            raise AuthenticationFailed(gettext("Authorization header has no API key after 'Bearer'"))
         key = api_key_for_token(token)
         if key is None:
-            raise AuthenticationFailed("invalid API key")
+            raise AuthenticationFailed(gettext("invalid API key"))
         if not key.is_active:
-            raise AuthenticationFailed("API key has been revoked")
+            raise AuthenticationFailed(gettext("API key has been revoked"))
         now = timezone.now()
         # The row just read says whether the last use is stale; only then is
         # there anything to write (D-K8), so most calls take no write lock.
@@ -190,7 +194,7 @@ class DenyAll(BasePermission):
 class HasScope(BasePermission):
     """Requires the key to carry `view.required_scope` (or its write twin)."""
 
-    message = "API key lacks the required scope"
+    message: str | _StrPromise = gettext_lazy("API key lacks the required scope")
 
     def has_permission(self, request: Request, view: Any) -> bool:
         scope: str = view.required_scope
@@ -198,7 +202,7 @@ class HasScope(BasePermission):
         if caller.key is None:
             return False
         if not caller.may(scope):
-            self.message = f"API key lacks scope {scope}"
+            self.message = gettext("API key lacks scope %(scope)s") % {"scope": scope}
             return False
         return True
 

@@ -10,8 +10,10 @@ Which methods exist is up to the apps (xworkmate.methods).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
@@ -38,6 +40,9 @@ from xworkmate.methods import (
 )
 from xworkmate.openapi import api_error_responses, gateway_error_responses, requires_a_field
 from xworkmate.parsers import read_json_object
+
+if TYPE_CHECKING:
+    from django.utils.functional import _StrPromise
 
 ANY_PARAMS: dict[str, Any] = {
     "type": "object",
@@ -86,7 +91,7 @@ class _CanCallMethods(BasePermission):
     and a plans method needs plans:read, not a gateway scope (D-K1).
     """
 
-    message = "API key lacks the required scope"
+    message: str | _StrPromise = gettext_lazy("API key lacks the required scope")
 
     def has_permission(self, request: Request, view: Any) -> bool:
         caller = caller_of(request)
@@ -95,7 +100,7 @@ class _CanCallMethods(BasePermission):
         needed = [f"{area}:read" for area in method_areas()]
         if any(caller.may(scope) for scope in needed):
             return True
-        self.message = f"API key lacks scope {' or '.join(needed)}"
+        self.message = _("API key lacks scope %(scope)s") % {"scope": " or ".join(needed)}
         return False
 
 
@@ -109,7 +114,10 @@ def _read_params(request: Request) -> dict[str, Any]:
 def _call(request: Request, method: GatewayMethod, params: dict[str, Any]) -> Response:
     caller = caller_of(request)
     if not caller.may(method.scope):
-        raise PermissionDenied(f"API key lacks scope {method.scope} for {method.name}")
+        raise PermissionDenied(
+            _("API key lacks scope %(scope)s for %(method)s")
+            % {"scope": method.scope, "method": method.name}
+        )
     # The trusted scope of a bound (agent) key applies to every method (§13.0).
     call = GatewayCall(method=method.name, params=scoped_params(params, caller), caller=caller)
     payload = method.handler(call)

@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.utils.translation import gettext as _
+
 from xworkmate.auth import Caller
 from xworkmate.lib.errors import InputError
 from xworkmate.lib.jstext import js_trim
@@ -95,7 +97,7 @@ def get_method(name: str) -> GatewayMethod:
     try:
         return _METHODS[name]
     except KeyError:
-        raise UnknownMethodError(f"unknown method: {name}") from None
+        raise UnknownMethodError(_("unknown method: %(name)s") % {"name": name}) from None
 
 
 def method_areas() -> list[str]:

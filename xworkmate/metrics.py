@@ -36,6 +36,7 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
+from django.utils.translation import gettext
 from prometheus_client import CollectorRegistry, Counter, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
@@ -219,12 +220,14 @@ def in_networks(address: str | None, networks: Iterable[str]) -> bool:
 class MetricsAccess(BasePermission):
     """`metrics:read`, or a client inside `service.metrics_networks` (D-K26)."""
 
-    message = f"API key lacks scope {METRICS_READ}"
+    message = ""
 
     def has_permission(self, request: Request, view: Any) -> bool:
         networks = SERVICE.of(settings.XWORKMATE).metrics_networks
         if networks and in_networks(client_ip(request), networks):
             return True
+        # Said in the request's language, so worded here rather than at import.
+        self.message = gettext("API key lacks scope %(scope)s") % {"scope": METRICS_READ}
         return caller_of(request).may(METRICS_READ)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.translation import gettext
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework.exceptions import ValidationError
@@ -55,7 +56,8 @@ def page_of(
     except PageError as exc:
         if refusal:
             raise ValidationError(refusal.format(name=exc.field)) from None
-        raise ValidationError({exc.field: exc.rule}) from None
+        # The rule in the caller's language where the catalogue has it (a fixed text).
+        raise ValidationError({exc.field: gettext(exc.rule)}) from None
 
 
 def page_headers(page: Page, shown: int, total: int) -> dict[str, str]:

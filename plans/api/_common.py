@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.urls import reverse
+from django.utils.translation import gettext_lazy
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound
@@ -27,11 +28,13 @@ def _visible_entry(request: Request, task_id: str) -> Entry:
 
 
 # The contract's one message for any bad paging parameter (§6, case 92).
-_BAD_PAGE = "Invalid query parameter `{name}`"
+_BAD_PAGE = gettext_lazy("Invalid query parameter `{name}`")
 
 
 def _page(request: Request) -> Page:
-    return page_of(request, default=DEFAULT_RUNS_PAGE, maximum=MAX_RUNS_PAGE, refusal=_BAD_PAGE)
+    return page_of(
+        request, default=DEFAULT_RUNS_PAGE, maximum=MAX_RUNS_PAGE, refusal=str(_BAD_PAGE)
+    )
 
 
 _PAGE_PARAMETERS = page_parameters(default=DEFAULT_RUNS_PAGE, maximum=MAX_RUNS_PAGE)

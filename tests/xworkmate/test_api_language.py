@@ -67,3 +67,51 @@ def test_a_staff_users_admin_language_does_not_change_the_api(chinese_default, c
 )
 def test_it_reads_the_accept_language_header(header, language):
     assert api_language(header) == language
+
+
+# --- the service's own messages follow Accept-Language too (issue 22) --------------------
+
+ZH = {"Accept-Language": "zh-Hans"}
+
+
+def _ask(client, method, path, *, token=None, language=None, body=None):
+    headers = {**({"Authorization": f"Bearer {token}"} if token else {}), **(language or {})}
+    if method == "post":
+        return client.post(path, body or {}, content_type="application/json", headers=headers)
+    return client.get(path, headers=headers)
+
+
+@pytest.mark.parametrize(
+    ("who", "method", "path", "english", "chinese"),
+    [
+        ("nobody", "get", "/api/plans", "invalid API key", "API 密钥无效"),
+        ("gateway", "post", "/gateway/xworkmate.no.such", "unknown method: xworkmate.no.such",
+         "未知方法：xworkmate.no.such"),
+        ("gateway", "post", "/gateway/xworkmate.session.prepare",
+         "API key lacks scope gateway:write for xworkmate.session.prepare",
+         "API 密钥缺少调用 xworkmate.session.prepare 所需的权限范围 gateway:write"),
+        ("planner", "get", "/api/longrun/task-state/list", "API key lacks scope longrun:read",
+         "API 密钥缺少权限范围 longrun:read"),
+        ("planner", "get", "/api/plans?limit=abc", "Invalid query parameter `limit`",
+         "无效的查询参数 `limit`"),
+        ("planner", "get", "/api/delivery/pending?sessionKey=a&limit=1&limit=2",
+         "API key lacks scope delivery:read", "API 密钥缺少权限范围 delivery:read"),
+        ("delivery", "get", "/api/delivery/pending?sessionKey=a&limit=1&limit=2",
+         "limit: given more than once (it takes one value)", "limit: 给出了不止一次（它只接受一个值）"),
+        ("planner", "get", "/api/plans?x%00=1", "query parameter names must not contain a NUL character",
+         "查询参数名不得包含 NUL 字符"),
+    ],
+)
+def test_the_services_own_api_messages_are_translated_when_asked(
+    chinese_default, make_client, client, who, method, path, english, chinese
+):
+    token = {
+        "nobody": "xw_not-a-key",
+        "planner": make_client("plans:write", name="planner").token,
+        "delivery": make_client("delivery:read", name="bridge").token,
+        "gateway": make_client("gateway:read", name="reader").token,
+    }[who]
+    assert _message(_ask(client, method, path, token=token)) == english
+    answer = _ask(client, method, path, token=token, language=ZH)
+    assert _message(answer) == chinese
+    assert answer["Content-Language"] == "zh-hans"
