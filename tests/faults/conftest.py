@@ -17,6 +17,9 @@ from django.db import connection
 # The integration run's helpers and fixtures, for these processes.
 from tests.integration.conftest import CeleryProcesses, clear_broker  # noqa: F401
 
+# The plans' workspace (a PLAN.md per plan), for the tests that run confirmed plans.
+from tests.integration.test_plans_real import workspace  # noqa: F401
+
 SUITE_ENV = "XWORKMATE_FAULT_SUITE"
 
 
