@@ -8,7 +8,8 @@ into the broker) and started again. Then, once beat is stopped and the runs out
 have ended: no run is left `running`; every fire time between a plan's first and
 last row has a row (D-C20), those that passed during the outage included; each run
 that ran reached the receiver, twice only if its send had begun before the kill,
-and always under its own Idempotency-Key.
+and always under its own Idempotency-Key. (Fire times that pass before the first
+worker's first tick are `missed`, D-C10: the plans are confirmed before it starts.)
 """
 
 from __future__ import annotations
