@@ -1,8 +1,9 @@
 """The fire times of a job's schedule: which passed in a span, and which comes next.
 
 Pure (D-K2, D-K18): callers pass the schedule, the times and the host's zone. Catch-up
-after downtime (D-C10) and the skips while a run is still out (D-C20) both walk the
-same grid, so missed and skipped rows never mix two grids.
+after downtime (D-C10), the skips while a run is still out (D-C20) and those during an
+error backoff (D-C21) all walk the same grid, so missed and skipped rows never mix two
+grids.
 """
 
 from __future__ import annotations
@@ -92,3 +93,29 @@ def fires_after(
     if schedule_kind(schedule) == "at":
         return None
     return compute_next_run_ms(schedule, now_ms=fire_at_ms + 1, host_tz=host_tz, job_id=job_id)
+
+
+def first_fire_at_or_after(
+    schedule: Mapping[str, object], *, at_ms: int, host_tz: str, job_id: str
+) -> int | None:
+    """The schedule's first fire time at or after `at_ms`: where a job waiting out its
+    error backoff runs again, on its own grid (D-C21)."""
+    candidate = compute_next_run_ms(schedule, now_ms=at_ms - 1, host_tz=host_tz, job_id=job_id)
+    if candidate is not None and candidate < at_ms:
+        # An every schedule answers "now" itself when now is on a boundary.
+        candidate = compute_next_run_ms(schedule, now_ms=at_ms, host_tz=host_tz, job_id=job_id)
+    return candidate
+
+
+def fire_times_between(
+    schedule: Mapping[str, object], *, after_ms: int, before_ms: int, host_tz: str, job_id: str
+) -> FireTimes:
+    """The fire times of a recurring schedule strictly after `after_ms` and strictly
+    before `before_ms` (those a job in error backoff passed by, D-C21)."""
+    if schedule_kind(schedule) == "at":
+        return FireTimes((), 0, None)
+    first = first_fire_at_or_after(schedule, at_ms=after_ms + 1, host_tz=host_tz, job_id=job_id)
+    if first is None or first >= before_ms:
+        return FireTimes((), 0, first)
+    return fire_times(schedule, due_ms=first, to_ms=before_ms - 1, host_tz=host_tz,
+                      job_id=job_id)

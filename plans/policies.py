@@ -13,15 +13,17 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-# The fire times of a schedule (catch-up, skips while a run is out) are their own module;
-# the names stay importable from here.
+# The fire times of a schedule (catch-up, skips while a run is out or in backoff) are
+# their own module; the names stay importable from here.
 from plans.firetimes import (
     MAX_MISSED_RECORDED,
     CatchUp,
     FireTimes,
     catch_up,
     fire_times,
+    fire_times_between,
     fires_after,
+    first_fire_at_or_after,
 )
 from plans.firetimes import schedule_kind as _kind
 from plans.schedule import ScheduleError, compute_next_run_ms, parse_at_ms
@@ -36,12 +38,15 @@ __all__ = [
     "FireTimes",
     "JobOutcome",
     "SeenTurn",
+    "backoff_until_ms",
     "catch_up",
     "clarification_problems",
     "confirmation_verdict",
     "display_status",
     "fire_times",
+    "fire_times_between",
     "fires_after",
+    "first_fire_at_or_after",
     "first_instruction",
     "is_schedule_request",
     "job_next_run_ms",
@@ -306,6 +311,13 @@ STUCK_RUNNING_MS = 2 * 3_600_000
 _MIN_GAP_MS = 2_000
 
 
+def backoff_until_ms(*, ended_ms: int, consecutive_errors: int) -> int:
+    """When a job's error backoff ends (D-C8): its last failed run's end plus the step
+    for its consecutive errors (at least 1), capped at the last."""
+    step = BACKOFF_MS[min(max(consecutive_errors, 1), len(BACKOFF_MS)) - 1]
+    return ended_ms + step
+
+
 def job_next_run_ms(
     schedule: Mapping[str, object],
     *,
@@ -384,8 +396,15 @@ def job_outcome(
     if natural is None:
         return JobOutcome(None, True, False, errors)
     if status == "error":
-        backoff = BACKOFF_MS[min(errors, len(BACKOFF_MS)) - 1]
-        return JobOutcome(max(natural, ended_ms + backoff), True, False, errors)
+        until = backoff_until_ms(ended_ms=ended_ms, consecutive_errors=errors)
+        if natural >= until:
+            return JobOutcome(natural, True, False, errors)
+        # The backoff outlasts the next fire time: the job runs again at the first fire
+        # time of its own grid after the backoff, not at the backoff's end (D-C21); the
+        # fire times it passes by get their skipped rows (plans/services/_runs.py).
+        following = first_fire_at_or_after(schedule, at_ms=until, host_tz=host_tz,
+                                           job_id=job_id)
+        return JobOutcome(following, True, False, errors)
     if kind == "cron":
         return JobOutcome(max(natural, ended_ms + _MIN_GAP_MS), True, False, errors)
     return JobOutcome(natural, True, False, errors)

@@ -5,7 +5,8 @@ lock, then each is claimed in a transaction of its own, through the "due"
 queryset, so the decision is taken again on the locked row and a job another
 tick holds is skipped. A job whose run marker is older than 2 h is freed
 (§8.5); fire times passed while the service was down are caught up by the
-job's policy (D-C10); one bad job does not stop the others.
+job's policy (D-C10), those passed in an error backoff are skipped (D-C21); one
+bad job does not stop the others.
 """
 
 from __future__ import annotations
@@ -19,7 +20,13 @@ from django.db.models import QuerySet
 from plans.models import Job, Run
 from plans.policies import STUCK_RUNNING_MS, catch_up
 from plans.services._common import _from_ms, _host_tz, _ms
-from plans.services._runs import _finish, _start_run, record_fire_times, skip_while_running
+from plans.services._runs import (
+    _finish,
+    _start_run,
+    record_fire_times,
+    skip_in_backoff,
+    skip_while_running,
+)
 from xworkmate.claims import claim_and_handle, claim_row
 
 logger = logging.getLogger(__name__)
@@ -71,6 +78,9 @@ def scheduler_tick(*, now: datetime, limit: int = TICK_BATCH) -> TickReport:
                 return
             _clear_stuck(job, now=now)
             counts["cleared"] += 1
+        # Due again after an error: the fire times its backoff passed by get their
+        # skipped rows first (D-C21), then those since, by the catch-up policy.
+        counts["skipped"] += skip_in_backoff(job, up_to=now, now=now)
         plan = catch_up(
             job.schedule,
             due_ms=_ms(job.next_run_at or now),

@@ -161,7 +161,9 @@ class ApiKeyAuthentication(BaseAuthentication):
             return None  # not ours: other authenticators (or none) decide
         token = token.strip()
         if not token:
-            raise AuthenticationFailed(gettext("Authorization header has no API key after 'Bearer'"))
+            raise AuthenticationFailed(
+                gettext("Authorization header has no API key after 'Bearer'")
+            )
         key = api_key_for_token(token)
         if key is None:
             raise AuthenticationFailed(gettext("invalid API key"))

@@ -10,7 +10,13 @@ from datetime import datetime
 
 from plans.models import Entry, Job, Revision, Run
 from plans.planfile import archive_timestamp
-from plans.policies import fire_times, fires_after, job_outcome
+from plans.policies import (
+    backoff_until_ms,
+    fire_times,
+    fire_times_between,
+    fires_after,
+    job_outcome,
+)
 from plans.services._common import _from_ms, _host_tz, _ms
 from plans.services._revisions import _blocks
 from xworkmate.delivery.services import outbox_enqueue
@@ -77,6 +83,9 @@ def _start_run(job: Job, *, fire_at_ms: int, forced: bool, now: datetime) -> Run
 
 
 SKIPPED_RUNNING = "skipped: the previous run was still running at this fire time"
+SKIPPED_BACKOFF = (
+    "skipped: the job was in error backoff at this fire time ({errors} consecutive errors)"
+)
 
 
 def record_fire_times(
@@ -128,6 +137,32 @@ def skip_while_running(job: Job, *, up_to: datetime, now: datetime) -> int:
     return recorded
 
 
+def skip_in_backoff(job: Job, *, up_to: datetime, now: datetime) -> int:
+    """Record the fire times the job passed by in its error backoff as skipped (D-C21):
+    those after its failed run ended, before the backoff's end, and due by `up_to`.
+
+    The job waits for its first fire time after the backoff (job_outcome), so no tick
+    sees the ones in between: the tick that finds it due again writes their rows, or
+    the end of a run forced meanwhile (its result replaces the failed one it followed).
+    How many were recorded; 0 unless the job's last run failed.
+    """
+    if job.last_run_status != Run.ERROR or not job.consecutive_errors:
+        return 0
+    if job.last_run_at_ms is None or job.schedule.get("kind") == "at":
+        return 0
+    ended_ms = job.last_run_at_ms + (job.last_duration_ms or 0)
+    until_ms = backoff_until_ms(ended_ms=ended_ms, consecutive_errors=job.consecutive_errors)
+    span = fire_times_between(
+        job.schedule,
+        after_ms=ended_ms,
+        before_ms=min(until_ms, _ms(up_to) + 1),
+        host_tz=_host_tz(),
+        job_id=job.job_id,
+    )
+    note = SKIPPED_BACKOFF.format(errors=job.consecutive_errors)
+    return record_fire_times(job, span.times, span.more, status=Run.SKIPPED, note=note, now=now)
+
+
 def _confirmed_text_note(job: Job) -> str:
     """While a newer revision of the entry awaits confirmation, PLAN.md on disk holds
     text nobody confirmed; the run carries the confirmed entry's text (D-C3)."""
@@ -146,7 +181,10 @@ def _confirmed_text_note(job: Job) -> str:
 
 def _finish(run: Run, job: Job, *, status: str, error: str, now: datetime) -> None:
     """Close a run and apply its result to the job (§8.5, D-C8); the fire times that
-    passed while it was out and no tick saw get their skipped rows first (D-C20)."""
+    passed while it was out and no tick saw get their skipped rows first (D-C20), and
+    before them those the job's error backoff passed by (D-C21: the run that ends may
+    be a forced one, inside the backoff of the failed run before it)."""
+    skip_in_backoff(job, up_to=now, now=now)
     skip_while_running(job, up_to=now, now=now)
     ended_ms = _ms(now)
     run.status = status

@@ -22,6 +22,9 @@ from tests.conftest import ROOT
 
 # The integration run's helpers and fixtures, for these processes.
 from tests.integration.conftest import CeleryProcesses, clear_broker  # noqa: F401
+
+# The plans' workspace (a PLAN.md per plan), for the tests that run confirmed plans.
+from tests.integration.test_plans_real import workspace  # noqa: F401
 from tests.support.own_postgres import OwnPostgres, own_postgres
 
 SUITE_ENV = "XWORKMATE_FAULT_SUITE"
