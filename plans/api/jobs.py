@@ -1,4 +1,5 @@
-"""The job's cron-compatible methods: pause, resume, cancel (D-C4) and run now (cron.run)."""
+"""The job's cron-compatible methods: pause, resume, cancel (D-C4), run now (cron.run), and
+Studio's update of a plan's name and enabled flag (§6)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ from rest_framework.response import Response
 from plans.api._common import _WRITE_ERRORS, _plan_answer, _PlansView, _visible_entry
 from plans.api._fields import _PlanOut, _TextField
 from plans.models import Entry
-from plans.services import entry_cancel, job_pause, job_resume, job_run_now
+from plans.services import entry_cancel, job_pause, job_resume, job_run_now, job_update
 from xworkmate.auth import TURN_HELP, caller_of
+from xworkmate.lib.errors import InputError
+from xworkmate.lib.jstext import check_max_length, js_trim
 from xworkmate.openapi import api_error_responses
 
 
@@ -132,3 +135,63 @@ class RunPlanApi(_PlansView):
             task_id=str(entry.task_id), mode=data.validated_data["mode"], now=timezone.now()
         )
         return Response(answer)
+
+
+# --- Studio's PUT /plans/<id> (§6) -------------------------------------------------------
+
+# Studio's own refusals, in its order and words (spec §6).
+_NOT_AN_OBJECT = "Request body must be a JSON object"
+_ONLY_NAME_AND_ENABLED = "Request body must contain only `name` and/or `enabled`"
+_BLANK_NAME = "name must be a non-empty string when provided"
+_NOT_A_BOOLEAN = "enabled must be a boolean when provided"
+JOB_NAME_MAX = 500  # the job's name column
+
+
+def plan_update_input(body: object) -> tuple[str | None, bool | None]:
+    """The name (trimmed) and enabled flag a plan update asks for; None = unchanged.
+
+    Anything but those two keys is refused, an empty body too: the schedule, the
+    delivery and PLAN.md never change through an update (they need a revision
+    and its confirmation).
+    """
+    if not isinstance(body, dict):
+        raise InputError(_NOT_AN_OBJECT)
+    if not body or set(body) - {"name", "enabled"}:
+        raise InputError(_ONLY_NAME_AND_ENABLED)
+    name = body.get("name")
+    if "name" in body and (not isinstance(name, str) or not js_trim(name)):
+        raise InputError(_BLANK_NAME)
+    enabled = body.get("enabled")
+    if "enabled" in body and not isinstance(enabled, bool):
+        raise InputError(_NOT_A_BOOLEAN)
+    trimmed = check_max_length("name", js_trim(name), JOB_NAME_MAX) if name is not None else None
+    return trimmed, enabled
+
+
+def plan_update(request: Request, task_id: str) -> Response:
+    """PUT /api/plans/<id>: rename the plan's job, or pause / resume it (plans:write)."""
+    entry = _visible_entry(request, task_id)
+    name, enabled = plan_update_input(request.data)
+    job_update(task_id=str(entry.task_id), name=name, enabled=enabled, now=timezone.now())
+    return Response({"plan": _plan_answer(request, entry)})
+
+
+PLAN_UPDATE_SCHEMA = extend_schema(
+    operation_id="plans_update",
+    summary="Rename the plan's job, or pause or resume it (Studio's plan update)",
+    description=(
+        "Scope: `plans:write`. The body holds only `name` (a non-empty string) and/or "
+        "`enabled` (a boolean); anything else, or an empty body, is refused with Studio's "
+        "message. The schedule and PLAN.md never change here: `enabled: false` pauses "
+        "the job as `pause` does, `true` resumes it as `resume` does (D-C4)."
+    ),
+    request=inline_serializer(
+        "PlanUpdateInput",
+        {
+            "name": serializers.CharField(required=False, max_length=JOB_NAME_MAX),
+            "enabled": serializers.BooleanField(required=False),
+        },
+    ),
+    responses={200: _PlanOut, **api_error_responses({**_WRITE_ERRORS, 404: "Plan not found"})},
+    tags=["plans"],
+)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound, ValidationError
@@ -18,6 +20,7 @@ from plans.api._common import (
     _visible_entry,
 )
 from plans.api._fields import _PlanField, _PlanOut
+from plans.api.jobs import PLAN_UPDATE_SCHEMA, plan_update
 from plans.files import plan_file_read
 from plans.planfile import PlanFileError
 from plans.selectors import entries_visible_to, job_of, jobs_of, runs_page
@@ -69,6 +72,11 @@ class PlansListApi(_PlansView):
 
 
 class PlanDetailApi(_PlansView):
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        # Reading a plan needs plans:read; Studio's update (PUT) changes its job.
+        self.required_scope = "plans:write" if request.method == "PUT" else "plans:read"
+        super().initial(request, *args, **kwargs)
+
     @extend_schema(
         operation_id="plans_detail",
         summary="One plan: its state, revisions and job",
@@ -77,6 +85,10 @@ class PlanDetailApi(_PlansView):
     )
     def get(self, request: Request, task_id: str) -> Response:
         return Response({"plan": _plan_answer(request, _visible_entry(request, task_id))})
+
+    @PLAN_UPDATE_SCHEMA
+    def put(self, request: Request, task_id: str) -> Response:
+        return plan_update(request, task_id)
 
 
 class PlanContentApi(_PlansView):

@@ -31,7 +31,14 @@ from __future__ import annotations
 from plans.services._runs import RUN_PURPOSE as RUN_PURPOSE
 from plans.services.errors import PlanBlockedError, PlanError, PlanGateError, PlanNotFoundError
 from plans.services.gate import entry_confirm, entry_request_changes
-from plans.services.jobs import entry_cancel, job_pause, job_resume, job_run_now, stored_schedule
+from plans.services.jobs import (
+    entry_cancel,
+    job_pause,
+    job_resume,
+    job_run_now,
+    job_update,
+    stored_schedule,
+)
 from plans.services.outcomes import run_record_delivery
 from plans.services.proposals import TASK_PLACEHOLDER as TASK_PLACEHOLDER
 from plans.services.proposals import Proposal, entry_revise, plan_propose
@@ -51,6 +58,7 @@ __all__ = [
     "job_pause",
     "job_resume",
     "job_run_now",
+    "job_update",
     "plan_propose",
     "plans_reconcile",
     "run_record_delivery",

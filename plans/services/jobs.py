@@ -49,32 +49,53 @@ def _locked_job(task_id: str) -> Job:
     return job
 
 
+def _pause(job: Job, now: datetime) -> None:
+    job.enabled = False
+    job.next_run_at = None
+    job.running_at_ms = None
+    Entry.objects.filter(pk=job.entry_id, state=Entry.SCHEDULED).update(
+        state=Entry.PAUSED, updated_at=now
+    )
+
+
+def _resume(job: Job, now: datetime) -> None:
+    job.enabled = True
+    job.next_run_at = _next_run_at(job, now_ms=_ms(now))
+    Entry.objects.filter(pk=job.entry_id, state=Entry.PAUSED).update(
+        state=Entry.SCHEDULED, updated_at=now
+    )
+
+
 def job_pause(*, task_id: str, now: datetime) -> Job:
     """Disable the job; PLAN.md stays as it is (D-C4). Its next run and marker are cleared."""
-    with transaction.atomic():
-        job = _locked_job(task_id)
-        job.enabled = False
-        job.next_run_at = None
-        job.running_at_ms = None
-        job.updated_at_ms = _ms(now)
-        job.save()
-        Entry.objects.filter(pk=job.entry_id, state=Entry.SCHEDULED).update(
-            state=Entry.PAUSED, updated_at=now
-        )
-        return job
+    return job_update(task_id=task_id, enabled=False, now=now)
 
 
 def job_resume(*, task_id: str, now: datetime) -> Job:
     """Enable the job again; its next run is computed from now (§11 case 73)."""
+    return job_update(task_id=task_id, enabled=True, now=now)
+
+
+def job_update(
+    *, task_id: str, name: str | None = None, enabled: bool | None = None, now: datetime
+) -> Job:
+    """Studio's plan update (§6): the job's name and whether it runs, nothing else.
+
+    The schedule, the delivery and PLAN.md stay as they are: neither change is a
+    plan change, so neither needs a confirmation (D-C4). `enabled` pauses or
+    resumes as the pause and resume actions do (asking for what already is still
+    clears or recomputes the next run, as they always did).
+    """
     with transaction.atomic():
         job = _locked_job(task_id)
-        job.enabled = True
-        job.next_run_at = _next_run_at(job, now_ms=_ms(now))
+        if name is not None:
+            job.name = name
+        if enabled is False:
+            _pause(job, now)
+        elif enabled is True:
+            _resume(job, now)
         job.updated_at_ms = _ms(now)
         job.save()
-        Entry.objects.filter(pk=job.entry_id, state=Entry.PAUSED).update(
-            state=Entry.SCHEDULED, updated_at=now
-        )
         return job
 
 
