@@ -205,16 +205,27 @@ def clarification_problems(reply: str) -> list[str]:
     """
     lines = [line.strip() for line in (reply or "").splitlines() if line.strip()]
     problems: list[str] = []
-    if not any(_BASELINE.search(line) for line in lines):
-        problems.append("预设基准方案: the reply must give one default baseline proposal")
     options = [line for line in lines[:-1] if _OPTION.match(line) and OTHER_LINE not in line]
+    # Exactly one baseline (an option that names the baseline is still an option):
+    # two baselines leave the user choosing between proposals, which the rule forbids.
+    baselines = [line for line in lines if _BASELINE.search(line) and line not in options]
+    if not baselines:
+        problems.append("预设基准方案: the reply must give one default baseline proposal")
+    elif len(baselines) > 1:
+        problems.append(
+            "预设基准方案: the reply must give exactly one default baseline proposal "
+            f"(found {len(baselines)})"
+        )
     if not 2 <= len(options) <= 3:
         problems.append(
             "2-3 个结构化选项: the reply must offer 2 to 3 structured options "
             f"(found {len(options)})"
         )
-    if not lines or not lines[-1].endswith(OTHER_LINE):
-        problems.append(f"最后追加 {OTHER_LINE}: the reply's last line must be {OTHER_LINE}")
+    # The skill's line itself, nothing before or after it on that line ("最后追加").
+    if not lines or lines[-1] != OTHER_LINE:
+        problems.append(
+            f"最后追加 {OTHER_LINE}: the reply's last line must be exactly {OTHER_LINE}"
+        )
     return problems
 
 

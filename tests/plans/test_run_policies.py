@@ -116,6 +116,9 @@ C. 每周一 09:00
 
 def test_4_a_clarification_with_a_baseline_two_or_three_options_and_the_last_line_passes():
     assert clarification_problems(GOOD_REPLY) == []
+    # An option may name the baseline; it is still one baseline and an option.
+    assert clarification_problems(GOOD_REPLY.replace("A. 每天 09:00", "A. 按基准方案，每天 09:00")) == []
+    assert clarification_problems("  " + GOOD_REPLY.replace("\n", "\n  ") + "  \n") == []
 
 
 @pytest.mark.parametrize(
@@ -129,6 +132,12 @@ def test_4_a_clarification_with_a_baseline_two_or_three_options_and_the_last_lin
         ("预设基准方案：X\nA. 1\nB. 2", "最后追加"),
         ("A. 1\nB. 2\n其他：[由用户补充]", "预设基准方案"),
         ("你想怎么做？", "预设基准方案"),
+        # Issue 23 A6: exactly one baseline, and the last line exactly the skill's.
+        ("预设基准方案：X\n默认方案：Y\nA. 1\nB. 2\n其他：[由用户补充]",
+         "预设基准方案: the reply must give exactly one default baseline proposal (found 2)"),
+        ("预设基准方案：X\nA. 1\nB. 2\nD. 其他：[由用户补充]", "最后追加"),
+        ("预设基准方案：X\nA. 1\nB. 2\n其他：[由用户补充]。", "最后追加"),
+        ("预设基准方案：X\nA. 1\nB. 2\n还有其他：[由用户补充]", "最后追加"),
     ],
 )
 def test_4_a_clarification_that_breaks_the_rule_names_it(reply, rule):
