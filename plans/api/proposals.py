@@ -7,7 +7,6 @@ from typing import Any
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
-from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -89,6 +88,8 @@ class ProposePlanApi(_PlansView):
     class InputSerializer(_ProposalFields):
         sessionKey = _TextField(
             required=False,
+            # Blank is the archive protocol's BLOCKED receipt, not a field error (§5.6).
+            allow_blank=True,
             max_length=KEY_MAX_LENGTH,
             help_text="the OpenClaw session the plan belongs to; ARCHIVE_ID is its last "
             "segment. Required for the bridge; an agent key's own session otherwise",
@@ -113,8 +114,8 @@ class ProposePlanApi(_PlansView):
             "sessionKey",
             refusal="sessionKey: an agent key proposes in its own session only",
         )
-        if not session:
-            raise ValidationError({"sessionKey": "required, the session the plan belongs to"})
+        # A blank, missing or unknown Session is refused by the service with the archive
+        # protocol's receipt (ARCHIVE_STATUS: BLOCKED / ARCHIVE_REASON: invalid Session).
         entry = plan_propose(
             session_key=session,
             proposal=Proposal(**_proposal_values(params)),

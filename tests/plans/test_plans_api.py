@@ -142,7 +142,7 @@ def test_scopes_are_required(reader, outsider, proposed):
         ({"schedule": {"kind": "every", "everyMs": 5}}, "schedule.everyMs"),
         ({"taskName": 7}, "taskName"),
         ({"turnId": ""}, "turnId"),
-        ({"sessionKey": ""}, "sessionKey"),
+        ({"sessionKey": 7}, "sessionKey"),  # blank: the archive receipt (below)
         ({"objective": "第一行\n第二行"}, "objective: must be one line"),
         ({"steps": ["读取 {{TASK_UUID}}"]}, "steps: 0: must not contain { or }"),
     ],
@@ -312,3 +312,19 @@ def test_a_turn_longer_than_a_turn_may_be_is_refused_on_every_action(owner, prop
         response = owner.post(f"/api/plans/{proposed['taskId']}/{action}", {"turnId": "0" * 201})
         assert "turnId" in _error(response, 400, "INVALID_REQUEST")
     assert Entry.objects.get().state == "AWAITING_PLAN_CONFIRMATION"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [{"sessionKey": ""}, {"sessionKey": "   "}, {}, {"sessionKey": "unknown"},
+     {"sessionKey": ":::"}, {"sessionKey": "🧵 Session:  • updated 2m ago"}],
+    ids=["empty", "blank", "missing", "unknown", "no-segment", "empty-status-line"],
+)
+def test_a_blank_or_unknown_session_gets_the_archive_receipt_and_nothing_is_written(
+    owner, workspace, body
+):
+    # Issue 23 A7 (§5.6): the archive protocol's own receipt, never a generic 400.
+    proposal = {k: v for k, v in BODY.items() if k != "sessionKey"} | body
+    message = _error(owner.post("/api/plans/propose", proposal), 409, "BLOCKED")
+    assert message == "ARCHIVE_STATUS: BLOCKED\nARCHIVE_REASON: invalid Session"
+    assert not Plan.objects.exists() and not (workspace / "archives").exists()
