@@ -15,10 +15,12 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.db import transaction
 from django.db.models import QuerySet
 
 from plans.models import Job, Run
 from plans.policies import STUCK_RUNNING_MS, catch_up
+from plans.schedule import ScheduleError
 from plans.services._common import _from_ms, _host_tz, _ms
 from plans.services._runs import (
     _finish,
@@ -33,6 +35,8 @@ logger = logging.getLogger(__name__)
 
 # Fire times one tick starts at most; the rest wait for the next tick.
 TICK_BATCH = 200
+# Ticks in a row that cannot compute a job's schedule before it is disabled (§8.5).
+SCHEDULE_ERRORS_DISABLE = 3
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,7 @@ class TickReport:
     missed: int = 0
     cleared: int = 0
     skipped: int = 0
+    schedule_errors: int = 0
 
 
 def _record_missed(job: Job, fire_times: tuple[int, ...], more: int, *, now: datetime) -> int:
@@ -66,7 +71,7 @@ def scheduler_tick(*, now: datetime, limit: int = TICK_BATCH) -> TickReport:
     docstring); a job that fails is logged and rolled back alone.
     """
     now_ms = _ms(now)
-    counts = {"started": 0, "missed": 0, "cleared": 0, "skipped": 0}
+    counts = {"started": 0, "missed": 0, "cleared": 0, "skipped": 0, "schedule_errors": 0}
     candidates = list(_due(now).order_by("next_run_at").values_list("pk", "job_id")[:limit])
 
     def handle(job: Job) -> None:
@@ -78,9 +83,24 @@ def scheduler_tick(*, now: datetime, limit: int = TICK_BATCH) -> TickReport:
                 return
             _clear_stuck(job, now=now)
             counts["cleared"] += 1
+        tally = dict.fromkeys(counts, 0)
+        try:
+            # A savepoint: a schedule that cannot be computed leaves no row of this
+            # tick behind, only its count (§8.5: disabled after 3 in a row).
+            with transaction.atomic():
+                start(job, tally)
+        except ScheduleError as exc:
+            job.refresh_from_db()
+            _schedule_failed(job, exc, now=now)
+            counts["schedule_errors"] += 1
+            return
+        for name, added in tally.items():
+            counts[name] += added
+
+    def start(job: Job, tally: dict[str, int]) -> None:
         # Due again after an error: the fire times its backoff passed by get their
         # skipped rows first (D-C21), then those since, by the catch-up policy.
-        counts["skipped"] += skip_in_backoff(job, up_to=now, now=now)
+        tally["skipped"] += skip_in_backoff(job, up_to=now, now=now)
         plan = catch_up(
             job.schedule,
             due_ms=_ms(job.next_run_at or now),
@@ -89,13 +109,15 @@ def scheduler_tick(*, now: datetime, limit: int = TICK_BATCH) -> TickReport:
             job_id=job.job_id,
             policy=job.missed,
         )
-        counts["missed"] += _record_missed(job, plan.missed_ms, plan.missed_more, now=now)
+        tally["missed"] += _record_missed(job, plan.missed_ms, plan.missed_more, now=now)
         if plan.run_ms is not None:
             _start_run(job, fire_at_ms=plan.run_ms, forced=False, now=now)
-            counts["started"] += 1
+            tally["started"] += 1
         else:
             job.next_run_at = _from_ms(plan.next_ms) if plan.next_ms else None
             job.save(update_fields=["next_run_at"])
+        if job.schedule_error_count:  # computed again: the errors were not in a row
+            Job.objects.filter(pk=job.pk).update(schedule_error_count=0)
 
     def failed(candidate: tuple[int, str], exc: Exception) -> None:
         logger.error("plans: job %s could not be started", candidate[1], exc_info=exc)
@@ -107,6 +129,25 @@ def scheduler_tick(*, now: datetime, limit: int = TICK_BATCH) -> TickReport:
         failed=failed,
     )
     return TickReport(**counts)
+
+
+def _schedule_failed(job: Job, exc: ScheduleError, *, now: datetime) -> None:
+    """A tick that could not compute the job's schedule (§8.5): counted, the job left due
+    so the next tick tries again, and disabled at the third in a row, saying why."""
+    job.schedule_error_count += 1
+    job.last_error = f"schedule error: {exc}"
+    fields = ["schedule_error_count", "last_error", "updated_at_ms"]
+    if job.schedule_error_count >= SCHEDULE_ERRORS_DISABLE:
+        job.last_error += (
+            f" (disabled: {job.schedule_error_count} ticks in a row could not compute "
+            "its schedule)"
+        )
+        job.enabled = False
+        job.next_run_at = None
+        fields += ["enabled", "next_run_at"]
+    job.updated_at_ms = _ms(now)
+    job.save(update_fields=fields)
+    logger.warning("plans: job %s: %s", job.job_id, job.last_error)
 
 
 def _clear_stuck(job: Job, *, now: datetime) -> None:

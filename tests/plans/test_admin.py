@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
+from datetime import timedelta
 from types import SimpleNamespace
 from typing import Any
 
@@ -502,3 +503,16 @@ def test_the_review_page_is_in_chinese(propose, browser, reviewer):
         assert english not in page, english
     listing = browser.get(LIST).content.decode()
     assert "待执行" in listing
+
+
+def test_the_review_page_says_when_the_schedule_could_not_be_computed(propose, browser, reviewer):
+    # Issue 23 A3: the job disabled after three ticks that could not compute its schedule.
+    from plans.scheduler import scheduler_tick
+
+    entry = _confirmed(propose, reviewer)
+    job = Job.objects.get(entry=entry)
+    Job.objects.filter(pk=job.pk).update(schedule={**job.schedule, "tz": "Mars/Olympus_Mons"})
+    for second in range(3):
+        scheduler_tick(now=job.next_run_at + timedelta(seconds=second))
+    page = browser.get(_review(entry)).content.decode()
+    assert "schedule error: " in page and "disabled: 3 ticks in a row" in page

@@ -218,3 +218,31 @@ def test_d_c3_while_a_revision_awaits_confirmation_the_run_carries_the_confirmed
     body = Message.objects.get(pk=Run.objects.get().delivery_message_id).body
     assert "本次按已确认的第 1 版执行" in body
     assert "每天发现库存异常" in body and "改成每小时巡检" not in body
+
+
+def test_a_schedule_that_cannot_be_computed_counts_each_tick_and_disables_the_job_at_three(job):
+    # Issue 23 A3 (§8.5): a zone gone from the time zone database, as after an upgrade.
+    Job.objects.filter(pk=job.pk).update(schedule={**job.schedule, "tz": "Mars/Olympus_Mons"})
+    for tick in (1, 2):
+        report = scheduler_tick(now=FIRST_FIRE + timedelta(seconds=tick))
+        assert (report.started, report.schedule_errors) == (0, 1)
+        job.refresh_from_db()
+        assert job.schedule_error_count == tick and job.enabled
+        assert job.last_error.startswith("schedule error: ")
+        assert job.next_run_at == FIRST_FIRE  # still due: the next tick tries again
+    scheduler_tick(now=FIRST_FIRE + timedelta(seconds=3))
+    job.refresh_from_db()
+    assert (job.schedule_error_count, job.enabled, job.next_run_at) == (3, False, None)
+    assert job.last_error.startswith("schedule error: ") and "disabled: 3 ticks in a row" in job.last_error
+    assert not Run.objects.exists()  # no row of a tick that could not compute survives
+    assert scheduler_tick(now=FIRST_FIRE + timedelta(seconds=4)).schedule_errors == 0
+
+
+def test_a_schedule_computed_again_resets_the_count(job):
+    schedule = job.schedule
+    Job.objects.filter(pk=job.pk).update(schedule={**schedule, "tz": "Mars/Olympus_Mons"})
+    scheduler_tick(now=FIRST_FIRE + timedelta(seconds=1))
+    Job.objects.filter(pk=job.pk).update(schedule=schedule)
+    assert scheduler_tick(now=FIRST_FIRE + timedelta(seconds=2)).started == 1
+    job.refresh_from_db()
+    assert job.schedule_error_count == 0
