@@ -30,8 +30,10 @@ from plans.schedule import ScheduleError, compute_next_run_ms, parse_at_ms
 
 __all__ = [
     "BACKOFF_MS",
+    "DEFAULT_RUN_TIMEOUT_MS",
     "DELIVERY",
     "MAX_MISSED_RECORDED",
+    "RUN_TIMED_OUT",
     "STUCK_RUNNING_MS",
     "CatchUp",
     "ConfirmationVerdict",
@@ -55,6 +57,8 @@ __all__ = [
     "later_turn_problem",
     "message_problem",
     "normalise_message",
+    "run_timed_out",
+    "timeout_seconds",
 ]
 
 # Words that turn a reply into a change request (§2.4 "改/换/调整/不过/但是…").
@@ -293,11 +297,15 @@ def job_shape_problems(job: Mapping[str, object]) -> list[str]:
     if target != "isolated":
         problems.append('job.sessionTarget: must be "isolated" (D-C7)')
     if isinstance(payload, Mapping):
-        extra = sorted(set(payload) - {"kind", "message"})
+        extra = sorted(set(payload) - {"kind", "message", "timeoutSeconds"})
         if extra:
             problems.append(f"job.payload.{extra[0]}: not a field of an agentTurn payload here")
         if not isinstance(payload.get("message", ""), str):
             problems.append("job.payload.message: must be a string")
+        if "timeoutSeconds" in payload and timeout_seconds(payload) is None:
+            problems.append(
+                "job.payload.timeoutSeconds: must be a number >= 0 (seconds; 0 = no timeout)"
+            )
     else:
         problems.append("job.payload: must be an object")
     if _lower(job.get("wakeMode", "now")) != "now":
@@ -320,6 +328,30 @@ BACKOFF_MS = (30_000, 60_000, 300_000, 900_000, 3_600_000)
 STUCK_RUNNING_MS = 2 * 3_600_000
 # A cron job that succeeded runs again no sooner than this after it ended.
 _MIN_GAP_MS = 2_000
+# An agentTurn run without timeoutSeconds ends as an error after this (§8.5).
+DEFAULT_RUN_TIMEOUT_MS = 60 * 60_000
+RUN_TIMED_OUT = "cron: job execution timed out"
+
+
+def timeout_seconds(payload: Mapping[str, object]) -> int | None:
+    """A payload's `timeoutSeconds` as OpenClaw stores it (floored, >= 0), None if it is
+    not a number of seconds (a boolean is not)."""
+    value = payload.get("timeoutSeconds")
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        return None
+    if value < 0 or value > 10**9:
+        return None
+    return int(value)
+
+
+def run_timed_out(payload: Mapping[str, object], *, running_at_ms: int, now_ms: int) -> bool:
+    """Whether a run started at `running_at_ms` is past its execution timeout (§8.5):
+    `timeoutSeconds` when the payload has it (0: never), else 60 minutes."""
+    seconds = timeout_seconds(payload) if "timeoutSeconds" in payload else None
+    if seconds == 0:
+        return False
+    limit_ms = seconds * 1000 if seconds is not None else DEFAULT_RUN_TIMEOUT_MS
+    return now_ms - running_at_ms >= limit_ms
 
 
 def backoff_until_ms(*, ended_ms: int, consecutive_errors: int) -> int:

@@ -19,7 +19,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 
 from plans.models import Job, Run
-from plans.policies import STUCK_RUNNING_MS, catch_up
+from plans.policies import RUN_TIMED_OUT, STUCK_RUNNING_MS, catch_up, run_timed_out
 from plans.schedule import ScheduleError
 from plans.services._common import _from_ms, _host_tz, _ms
 from plans.services._runs import (
@@ -46,6 +46,7 @@ class TickReport:
     cleared: int = 0
     skipped: int = 0
     schedule_errors: int = 0
+    timed_out: int = 0
 
 
 def _record_missed(job: Job, fire_times: tuple[int, ...], more: int, *, now: datetime) -> int:
@@ -72,6 +73,8 @@ def scheduler_tick(*, now: datetime, limit: int = TICK_BATCH) -> TickReport:
     """
     now_ms = _ms(now)
     counts = {"started": 0, "missed": 0, "cleared": 0, "skipped": 0, "schedule_errors": 0}
+    # Runs past their execution timeout end first (§8.5), so their jobs may run again.
+    counts["timed_out"] = _time_out_runs(now)
     candidates = list(_due(now).order_by("next_run_at").values_list("pk", "job_id")[:limit])
 
     def handle(job: Job) -> None:
@@ -83,7 +86,7 @@ def scheduler_tick(*, now: datetime, limit: int = TICK_BATCH) -> TickReport:
                 return
             _clear_stuck(job, now=now)
             counts["cleared"] += 1
-        tally = dict.fromkeys(counts, 0)
+        tally = dict.fromkeys(counts, 0)  # this job's part, kept only if it is done
         try:
             # A savepoint: a schedule that cannot be computed leaves no row of this
             # tick behind, only its count (§8.5: disabled after 3 in a row).
@@ -152,7 +155,59 @@ def _schedule_failed(job: Job, exc: ScheduleError, *, now: datetime) -> None:
 
 def _clear_stuck(job: Job, *, now: datetime) -> None:
     logger.warning("cron: clearing stuck running marker of job %s", job.job_id)
+    _end_running(job, error="cron: clearing stuck running marker", now=now)
+
+
+def _end_running(job: Job, *, error: str, now: datetime) -> int:
+    """End the job's runs still out as errors with `error` and clear its marker. The
+    run's message, if still queued, may yet be delivered: its answer no longer changes
+    the run (a finished run stays as it ended)."""
+    ended = 0
     for run in Run.objects.select_for_update().filter(job=job, status=Run.RUNNING):
-        _finish(run, job, status=Run.ERROR, error="cron: clearing stuck running marker", now=now)
+        _finish(run, job, status=Run.ERROR, error=error, now=now)
+        ended += 1
     job.running_at_ms = None
     job.save(update_fields=["running_at_ms"])
+    return ended
+
+
+def _running() -> QuerySet[Job]:
+    return Job.objects.filter(running_at_ms__isnull=False)
+
+
+def _time_out_runs(now: datetime) -> int:
+    """End the runs past their execution timeout (§8.5) as `cron: job execution timed
+    out`; how many. Each job's own payload says its timeout, so the few running jobs
+    are judged here and each is claimed and judged again on its locked row."""
+    now_ms = _ms(now)
+
+    def timed_out(payload: object, running_at_ms: int | None) -> bool:
+        return running_at_ms is not None and run_timed_out(
+            payload if isinstance(payload, dict) else {}, running_at_ms=running_at_ms,
+            now_ms=now_ms,
+        )
+
+    candidates = [
+        (pk, job_id)
+        for pk, job_id, payload, running_at_ms in _running().values_list(
+            "pk", "job_id", "payload", "running_at_ms"
+        )
+        if timed_out(payload, running_at_ms)
+    ]
+    ended = 0
+
+    def handle(job: Job) -> None:
+        nonlocal ended
+        if timed_out(job.payload, job.running_at_ms):
+            logger.warning("plans: job %s: %s", job.job_id, RUN_TIMED_OUT)
+            ended += _end_running(job, error=RUN_TIMED_OUT, now=now)
+
+    def failed(candidate: tuple[int, str], exc: Exception) -> None:
+        logger.error("plans: job %s: its timed-out run could not be ended", candidate[1],
+                     exc_info=exc)
+
+    claim_and_handle(
+        candidates, claim=lambda candidate: claim_row(_running(), candidate[0]),
+        handle=handle, failed=failed,
+    )
+    return ended

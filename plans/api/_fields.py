@@ -123,6 +123,9 @@ _PlanOut = inline_serializer("Plan", {"plan": _PlanField()})
                 "properties": {
                     "kind": {"type": "string", "enum": ["agentTurn"]},
                     "message": {"type": "string", "maxLength": 4000},
+                    # Seconds a run may take before it ends as timed out (§8.5); 0: no
+                    # limit; absent: 60 minutes.
+                    "timeoutSeconds": {"type": "number", "minimum": 0, "maximum": 10**9},
                 },
             },
             "delivery": {

@@ -119,6 +119,8 @@ class Entry(models.Model):
     missed = models.CharField(
         _("missed fire times"), max_length=16, choices=MISSED_POLICIES, default=MISSED_RUN_LATEST
     )
+    # The job payload's timeoutSeconds as proposed (§8.5); None: the 60-minute default.
+    timeout_seconds = models.PositiveIntegerField(_("timeoutSeconds"), null=True, blank=True)
     # Why it is blocked (archive-protocol's ARCHIVE_REASON), when it is.
     blocked_reason = models.TextField(_("blocked because"), blank=True)
     created_at = models.DateTimeField(_("created at"), default=timezone.now)

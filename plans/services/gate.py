@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
 from django.db import IntegrityError, transaction
@@ -141,7 +142,9 @@ def _job_for(entry: Entry, confirmation: Confirmation, *, now: datetime) -> Job:
     now_ms = _ms(now)
     plan = entry.plan
     job = Job.objects.select_for_update().filter(entry=entry).first()
-    payload = {"kind": "agentTurn", "message": entry.message}
+    payload: dict[str, Any] = {"kind": "agentTurn", "message": entry.message}
+    if entry.timeout_seconds is not None:
+        payload["timeoutSeconds"] = entry.timeout_seconds  # §8.5; absent: 60 minutes
     if job is None:
         job = Job(
             job_id=str(uuid.uuid4()),

@@ -26,7 +26,7 @@ from plans.planfile import (
     replace_entry,
 )
 from plans.planfile.entry import ROLE_SUFFIX
-from plans.policies import first_instruction, job_shape_problems, message_problem
+from plans.policies import first_instruction, job_shape_problems, message_problem, timeout_seconds
 from plans.schedule import ScheduleError, validate_schedule
 from plans.selectors import PreviewRequestError, schedule_preview
 from plans.services._common import (
@@ -58,6 +58,8 @@ class Proposal:
     # The job as an agent would send OpenClaw's cron.add (sessionTarget, payload,
     # delivery...): checked against D-C7; its payload.message is the message.
     job: Mapping[str, Any] | None = None
+    # The stored entry's timeoutSeconds, for a revision that sends no job (§8.5).
+    timeout_seconds: int | None = None
 
 
 _ORA = (
@@ -123,6 +125,17 @@ def _proposed_message(proposal: Proposal) -> str:
     payload = proposal.job.get("payload")
     message = payload.get("message") if isinstance(payload, Mapping) else None
     return message if isinstance(message, str) else ""
+
+
+def _proposed_timeout(proposal: Proposal) -> int | None:
+    """The run timeout a proposal asks for: its job's payload.timeoutSeconds (checked by
+    job_shape_problems), else what the entry had; None is the 60-minute default."""
+    if proposal.job is None:
+        return proposal.timeout_seconds
+    payload = proposal.job.get("payload")
+    if isinstance(payload, Mapping) and "timeoutSeconds" in payload:
+        return timeout_seconds(payload)
+    return None
 
 
 def _message(proposal_message: str, *, archive_id: str, task_id: str) -> str:
@@ -220,6 +233,7 @@ def plan_propose(
             schedule=dict(proposal.schedule),
             message=message,
             missed=proposal.missed,
+            timeout_seconds=_proposed_timeout(proposal),
             created_at=now,
             updated_at=now,
         )
@@ -292,6 +306,7 @@ def entry_revise(
         entry.schedule = dict(proposal.schedule)
         entry.message = message
         entry.missed = proposal.missed
+        entry.timeout_seconds = _proposed_timeout(proposal)
         entry.state = Entry.AWAITING
         entry.blocked_reason = ""
         entry.updated_at = now
@@ -311,4 +326,5 @@ def _proposal_of(entry: Entry, file_entry: FileEntry) -> Proposal:
         schedule=entry.schedule or {},
         message=entry.message,
         missed=entry.missed,
+        timeout_seconds=entry.timeout_seconds,
     )

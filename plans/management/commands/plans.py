@@ -47,7 +47,8 @@ class Command(BaseCommand):
                 f"started {tick.started} run(s), recorded {tick.missed} missed fire time(s), "
                 f"skipped {tick.skipped} fire time(s) of jobs still running (D-C20), "
                 f"cleared {tick.cleared} stuck marker(s), "
-                f"counted {tick.schedule_errors} schedule error(s)"
+                f"counted {tick.schedule_errors} schedule error(s), "
+                f"ended {tick.timed_out} timed-out run(s)"
             )
             return
         report = plans_reconcile(now=timezone.now())
