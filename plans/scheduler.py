@@ -136,7 +136,7 @@ def scheduler_tick(*, now: datetime, limit: int = TICK_BATCH) -> TickReport:
 
 def _schedule_failed(job: Job, exc: ScheduleError, *, now: datetime) -> None:
     """A tick that could not compute the job's schedule (§8.5): counted, the job left due
-    so the next tick tries again, and disabled at the third in a row, saying why."""
+    so the next tick tries again, and disabled at the third in a row, saying why (D-C22)."""
     job.schedule_error_count += 1
     job.last_error = f"schedule error: {exc}"
     fields = ["schedule_error_count", "last_error", "updated_at_ms"]
@@ -176,7 +176,7 @@ def _running() -> QuerySet[Job]:
 
 
 def _time_out_runs(now: datetime) -> int:
-    """End the runs past their execution timeout (§8.5) as `cron: job execution timed
+    """End the runs past their execution timeout (§8.5, D-C22) as `cron: job execution timed
     out`; how many. Each job's own payload says its timeout, so the few running jobs
     are judged here and each is claimed and judged again on its locked row."""
     now_ms = _ms(now)

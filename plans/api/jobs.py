@@ -169,7 +169,7 @@ def plan_update_input(body: object) -> tuple[str | None, bool | None]:
 
 
 def plan_update(request: Request, task_id: str) -> Response:
-    """PUT /api/plans/<id>: rename the plan's job, or pause / resume it (plans:write)."""
+    """PUT /api/plans/<id>: rename the plan's job, or pause / resume it (plans:write, D-C22)."""
     entry = _visible_entry(request, task_id)
     name, enabled = plan_update_input(request.data)
     job_update(task_id=str(entry.task_id), name=name, enabled=enabled, now=timezone.now())
