@@ -133,7 +133,11 @@ def test_70_run_now_force_due_and_already_running(job):
     }
 
 
-def test_71_a_run_marker_older_than_two_hours_is_cleared(job):
+def test_71_a_run_marker_older_than_two_hours_is_cleared(propose):
+    # A job without an execution timeout (timeoutSeconds 0): with the default one the
+    # run would have ended after 60 minutes (D-C22), before this rule applies.
+    entry = propose(job={"payload": {"kind": "agentTurn", "timeoutSeconds": 0}})
+    entry_confirm(task_id=str(entry.task_id), revision=1, message="确认", turn_id="turn-2", now=NOW)
     scheduler_tick(now=FIRST_FIRE)
     later = FIRST_FIRE + timedelta(days=1, hours=3)
     report = scheduler_tick(now=later)
