@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 # The fire times of a schedule (catch-up, skips while a run is out or in backoff) are
 # their own module; the names stay importable from here.
@@ -261,6 +262,13 @@ def _lower(value: object) -> object:
     return value.strip().lower() if isinstance(value, str) else value
 
 
+def _is_http_url(value: object) -> bool:
+    if not isinstance(value, str):
+        return False
+    parts = urlsplit(value.strip())
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
+
+
 def job_shape_problems(job: Mapping[str, object]) -> list[str]:
     """Why a cron.add-style job (as an agent would send OpenClaw) breaks D-C7; [] if it keeps it.
 
@@ -294,6 +302,13 @@ def job_shape_problems(job: Mapping[str, object]) -> list[str]:
         problems.append(
             'cron channel delivery config is only supported for sessionTarget="isolated"'
         )
+    if (
+        isinstance(delivery, Mapping)
+        and _lower(delivery.get("mode")) == "webhook"
+        and not _is_http_url(delivery.get("to"))
+    ):
+        # OpenClaw's assertDeliverySupport (§8.3), before this service's own rule.
+        problems.append("cron webhook delivery requires delivery.to to be a valid http(s) URL")
     if target != "isolated":
         problems.append('job.sessionTarget: must be "isolated" (D-C7)')
     if isinstance(payload, Mapping):

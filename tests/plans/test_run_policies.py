@@ -184,6 +184,26 @@ def test_28_29_37_a_job_of_another_shape_is_refused_with_the_rule(job, problem):
     assert any(found.startswith(problem) for found in job_shape_problems(job))
 
 
+@pytest.mark.parametrize(
+    "delivery",
+    [{"mode": "webhook"}, {"mode": "webhook", "to": "ftp://x.example/h"},
+     {"mode": " Webhook ", "to": "not a url"}, {"mode": "webhook", "to": 7},
+     {"mode": "webhook", "to": "https://"}],
+)
+def test_openclaws_webhook_rule_comes_with_the_d_c7_rule(delivery):
+    # Issue 23 A5: OpenClaw's own message first (assertDeliverySupport), then ours.
+    assert job_shape_problems({"delivery": delivery}) == [
+        "cron webhook delivery requires delivery.to to be a valid http(s) URL",
+        'job.delivery: must be {"mode": "none", "bestEffort": true} (D-C7)',
+    ]
+
+
+def test_a_webhook_with_a_valid_url_meets_only_the_d_c7_rule():
+    assert job_shape_problems({"delivery": {"mode": "webhook", "to": "https://hooks.example/x"}}) == [
+        'job.delivery: must be {"mode": "none", "bestEffort": true} (D-C7)'
+    ]
+
+
 def test_35_absent_fields_take_the_only_shape_allowed():
     assert job_shape_problems({}) == []
     assert job_shape_problems({"sessionTarget": " Isolated ", "payload": {"kind": "agentturn"},
