@@ -19,6 +19,7 @@ from plans.policies import (
 )
 from plans.services._common import _from_ms, _host_tz, _ms
 from plans.services._revisions import _blocks
+from plans.services._tasks import run_task_record
 from xworkmate.delivery.services import outbox_enqueue
 from xworkmate.lib.timezones import get_zone
 
@@ -79,6 +80,7 @@ def _start_run(job: Job, *, fire_at_ms: int, forced: bool, now: datetime) -> Run
         )
         job.next_run_at = _from_ms(following) if following is not None else None
     job.save(update_fields=["running_at_ms", "next_run_at"])
+    run_task_record(run, job, now=now)  # every execution has a task record (§8.8)
     return run
 
 
@@ -225,3 +227,4 @@ def _finish(run: Run, job: Job, *, status: str, error: str, now: datetime) -> No
     job.save()
     run.next_run_at_ms = _ms(job.next_run_at) if job.next_run_at else None
     run.save()
+    run_task_record(run, job, now=now)  # its task record ends with it (§8.9)
