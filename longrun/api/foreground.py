@@ -123,7 +123,9 @@ class ForegroundTickApi(_LongrunView):
         _document("`{task, due, check, message, delivery, sessionKey, session_label, state}`"),
         _FOREGROUND_ERRORS,
         query=_TaskQuery,
-        description="Scope: `longrun:read`. Exit code 1 when due.",
+        description="Scope: `longrun:read`. Exit code 1 when due. A task that owes no "
+        "progress (not analyzing or executing) answers `sessionKey`, `session_label` and "
+        "`state` null, as the original.",
     )
     def get(self, request: Request) -> Response:
         values = self._query(_TaskQuery)

@@ -54,7 +54,9 @@ class AcquireLockApi(_LongrunView):
         _WRITE,
         request=InputSerializer,
         description="Scope: `longrun:write`. Another task holding it is 409 with the "
-        'original\'s `{"ok": false, "error": "session lock exists", …}`, unless `force`.',
+        'original\'s `{"ok": false, "error": "session lock exists", …}`, unless `force`; '
+        "a task not in the store (or another session's) is 404 `task not found: <t>` "
+        "(D-B28).",
     )
     def post(self, request: Request) -> Response:
         values = self._body(self.InputSerializer)
@@ -88,7 +90,8 @@ class ReleaseLockApi(_LongrunView):
         _WRITE,
         request=InputSerializer,
         description="Scope: `longrun:write`. Not released (another holder, or none): 200 with "
-        "`ok: false` and exit code 1, as the original.",
+        "`ok: false` and exit code 1, as the original. `task` is the task asked for, null "
+        "without one, as the original (`locks` names the holder).",
     )
     def post(self, request: Request) -> Response:
         values = self._body(self.InputSerializer)

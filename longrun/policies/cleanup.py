@@ -3,8 +3,10 @@
 The plan lists the tasks to drop (the original's rules: a name or test prefix
 asked for, an active task without `origin_session_key`), the finished tasks
 old enough to archive (D-B16), and the lock table that should remain, with
-each repair named as the original named it. The caller applies it only when
-asked (`--apply`); a dry run reports it and changes nothing.
+each repair named as the original named it and listed in the original's
+order: the lock table's (the order the locks were taken), then the tasks'.
+The caller applies it only when asked (`--apply`); a dry run reports it and
+changes nothing.
 """
 
 from __future__ import annotations
@@ -77,16 +79,19 @@ def cleanup_plan(
         owner = kept.get(holder)
         if owner is None:
             repairs.append({"session_key": key, "old_task": holder, "action": "drop_orphan_lock"})
-        elif owner.origin_session_key and owner.origin_session_key != key:
+        elif owner.origin_session_key != key:
+            # A holder without a key (a finished task given the lock by acquire-lock) loses
+            # the lock: the original reported it as this repair with a null new key.
             repairs.append(
                 {
                     "session_key": key,
                     "task": holder,
                     "action": "replace_with_task_origin_session_key",
-                    "new_session_key": owner.origin_session_key,
+                    "new_session_key": owner.origin_session_key or None,
                 }
             )
-            after[owner.origin_session_key] = holder
+            if owner.origin_session_key:
+                after[owner.origin_session_key] = holder
         else:
             after[key] = holder
     # As in the original, of two active tasks that share a key without a lock, the last wins.

@@ -64,7 +64,13 @@ def task_named(name: str, confined_to: str | None = None) -> LongTask:
 
 
 def _locks(confined_to: str | None) -> QuerySet[SessionLock]:
-    locks = SessionLock.objects.order_by("origin_session_key")
+    """The locks in the order they were taken, as the original's dict kept them.
+
+    A lock given to another task keeps its row, and its place, as a key
+    assigned again kept its place in the dict; a lock released and taken again
+    is a new row at the end, as a key popped and set again was.
+    """
+    locks = SessionLock.objects.order_by("id")
     return locks if confined_to is None else locks.filter(origin_session_key=confined_to)
 
 

@@ -30,7 +30,7 @@ def lock_acquire(
         if lock is not None and lock.task.name != name and not force:
             raise _lock_conflict(key, lock.task.name, name, with_ok=True)
         if task is None:
-            # A lock always names a task of the store (the original could name any string).
+            # A lock always names a task of the store (D-B28; the original took any name).
             raise reports.task_not_found(name)
         _take_lock(task, key, lock, now, with_ok=True)
     return Answer(EXIT_OK, {"ok": True, "origin_session_key": key, "task": name})
@@ -40,12 +40,12 @@ def lock_release(*, session_key: str, name: str = "") -> Answer:
     """release-lock: free `session_key`, only if `name` holds it when a name is given."""
     key = _key("session", session_key, required=True)
     name = _key("task", name, required=False)
+    # The answer names the task asked for, null without one, as the original's did: the
+    # holder is not echoed back (`locks` shows it).
+    body = {"origin_session_key": key, "task": name or None}
     with transaction.atomic():
         lock = _session_lock(key)
         if lock is None or (name and lock.task.name != name):
-            return Answer(
-                EXIT_ACTION, {"ok": False, "origin_session_key": key, "task": name or None}
-            )
-        holder = lock.task.name
+            return Answer(EXIT_ACTION, {"ok": False, **body})
         lock.delete()
-    return Answer(EXIT_OK, {"ok": True, "origin_session_key": key, "task": holder})
+    return Answer(EXIT_OK, {"ok": True, **body})

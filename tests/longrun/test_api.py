@@ -187,8 +187,9 @@ def test_locks_acquire_release_and_clear(owner, registered):
     assert json.loads(_refused(held, 409, "CONFLICT", 3))["ok"] is False
     not_holder = owner.post(f"{STATE}/release-lock", {"session": K, "task": "C"})
     assert _ok(not_holder, 1) == {"ok": False, "origin_session_key": K, "task": "C"}
+    # Without a task the answer names none, as the original's (the holder is in `locks`).
     assert _ok(owner.post(f"{STATE}/release-lock", {"session": K})) == {
-        "ok": True, "origin_session_key": K, "task": "迁移",
+        "ok": True, "origin_session_key": K, "task": None,
     }
     assert _ok(owner.post(f"{STATE}/acquire-lock", {"session": K, "task": "C"}))["ok"] is True
     missing = owner.post(f"{STATE}/acquire-lock", {"task": "C"})
@@ -280,6 +281,60 @@ def test_cleanup_reports_then_applies(owner, registered):
     assert LongTask.objects.filter(name="回归-1").exists()
     _ok(owner.post("/api/longrun/cleanup-state", {"apply": True}))
     assert not LongTask.objects.filter(name="回归-1").exists()
+
+
+def _printed(*argv: str) -> tuple[int, Any]:
+    """What the command line prints for the same call, read back (exit code, document)."""
+    import io
+
+    from longrun.cli import run
+
+    out, err = io.StringIO(), io.StringIO()
+    code = run(list(argv), prog="xworkmate-longrun", stdout=out, stderr=err)
+    return code, json.loads(out.getvalue() or err.getvalue())
+
+
+def test_the_scripts_last_differences_answer_alike_here_and_on_the_command_line(owner, db):
+    """Issue 23 B: acquire-lock on an unknown task (D-B28), a keyless lock holder and the
+    order of lock_repairs in cleanup, release-lock without a task, foreground_tick on a
+    task that owes no progress."""
+    unknown = owner.post(f"{STATE}/acquire-lock", {"session": K, "task": "nobody"})
+    assert _refused(unknown, 404, "NOT_FOUND", 1) == "task not found: nobody"
+    assert not SessionLock.objects.exists()
+    # Locks taken in the order z, a, m (not the keys' order); C is blocked, without a key.
+    _ok(owner.post(SET, {**REGISTER, "task": "回归-z", "origin_session_key": "agent:main:z"}))
+    blocked = {key: value for key, value in REGISTER.items() if key != "origin_session_key"}
+    _ok(owner.post(SET, {**blocked, "task": "C", "state": "blocked"}))
+    _ok(owner.post(f"{STATE}/acquire-lock", {"session": "agent:main:a", "task": "C"}))
+    _ok(owner.post(SET, {**REGISTER, "task": "M", "origin_session_key": "agent:main:m"}))
+    _ok(owner.post(f"{STATE}/release-lock", {"session": "agent:main:m", "task": "M"}))
+    locks = _ok(owner.get(f"{STATE}/locks"))
+    assert list(locks.items()) == [("agent:main:z", "回归-z"), ("agent:main:a", "C")]
+    assert (0, locks) == _printed("task_state.py", "locks")
+    tick = _ok(_get(owner, "/api/longrun/foreground-tick", task="C"))
+    assert (0, tick) == _printed("foreground_tick.py", "--task", "C")
+    assert tick == {
+        "task": "C", "due": False, "check": {"task": "C", "due": False, "reason": "state=blocked"},
+        "message": None, "delivery": "session", "sessionKey": None, "session_label": None,
+        "state": None,
+    }  # fmt: skip
+    report = _ok(owner.post("/api/longrun/cleanup-state", {}))
+    assert (0, report) == _printed("cleanup_state.py")
+    assert report["lock_repairs"] == [
+        {"session_key": "agent:main:z", "old_task": "回归-z", "action": "drop_orphan_lock"},
+        {"session_key": "agent:main:a", "task": "C",
+         "action": "replace_with_task_origin_session_key", "new_session_key": None},
+        {"session_key": "agent:main:m", "task": "M", "action": "restore_missing_lock"},
+    ]  # fmt: skip
+    assert _ok(owner.post("/api/longrun/cleanup-state", {"apply": True})) == report | {
+        "apply": True
+    }
+    assert _ok(owner.get(f"{STATE}/locks")) == {"agent:main:m": "M"}
+    released = _ok(owner.post(f"{STATE}/release-lock", {"session": "agent:main:m"}))
+    assert released == {"ok": True, "origin_session_key": "agent:main:m", "task": None}
+    assert _printed("task_state.py", "release-lock", "--session", "agent:main:m") == (
+        1, {"ok": False, "origin_session_key": "agent:main:m", "task": None},
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize(

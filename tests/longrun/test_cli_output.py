@@ -243,7 +243,7 @@ def test_locks_list_show_and_clear():
         0, f"- A | executing | 迁移会话 | next=30m | updated={T0_TEXT}\n", "",
     )  # fmt: skip
     assert cli("task_state.py", "release-lock", "--session", K) == (
-        0, printed({"ok": True, "origin_session_key": K, "task": "A"}), "",
+        0, printed({"ok": True, "origin_session_key": K, "task": None}), "",
     )  # fmt: skip
     assert cli("task_state.py", "acquire-lock", "--session", K2, "--task", "A") == (
         0, printed({"ok": True, "origin_session_key": K2, "task": "A"}), "",
@@ -550,3 +550,98 @@ def test_import_refuses_a_file_it_cannot_read_and_changes_nothing(tmp_path, cont
         1, "", f"failed to read state file: {error.format(path=path)}\n",
     )  # fmt: skip
     assert list(LongTask.objects.values_list("name", flat=True)) == ["A"]
+
+
+# --- issue 23 B: the scripts' last differences, each matched or decided -------------------------
+
+
+def test_acquire_lock_on_a_task_not_in_the_store_is_task_not_found_d_b28():
+    # The original locked any name; here a lock names a task of the store (D-B28).
+    assert cli("task_state.py", "acquire-lock", "--session", K, "--task", "nobody") == (
+        1, "", "task not found: nobody\n",
+    )  # fmt: skip
+    assert cli("task_state.py", "locks") == (0, "{}\n", "")
+    # A lock another task holds answers first, as the original's did: exit 3.
+    set_a()
+    code, out, err = cli("task_state.py", "acquire-lock", "--session", K, "--task", "nobody")
+    assert (code, out, as_json(err)["requested_task"]) == (3, "", "nobody")
+    assert cli("task_state.py", "locks") == (0, printed({K: "A"}), "")
+
+
+def test_cleanup_drops_a_lock_whose_holder_has_no_session_key_as_the_original():
+    task_set("C", state="blocked", key=None)
+    cli("task_state.py", "acquire-lock", "--session", K2, "--task", "C")
+    report = {
+        "normalized": [],
+        "dropped": [],
+        "archived": [],
+        "lock_repairs": [
+            {
+                "session_key": K2,
+                "task": "C",
+                "action": "replace_with_task_origin_session_key",
+                "new_session_key": None,
+            }
+        ],
+        "task_count_before": 1,
+        "task_count_after": 1,
+        "lock_count_before": 1,
+        "lock_count_after": 0,
+        "apply": False,
+    }
+    assert cli("cleanup_state.py") == (0, printed(report), "")
+    assert cli("task_state.py", "locks") == (0, printed({K2: "C"}), "")  # a dry run
+    assert cli("cleanup_state.py", "--apply") == (0, printed(report | {"apply": True}), "")
+    assert cli("task_state.py", "locks") == (0, "{}\n", "")
+    assert list(LongTask.objects.values_list("name", "state")) == [("C", "blocked")]
+
+
+def test_lock_repairs_and_the_lock_table_keep_the_order_the_locks_were_taken():
+    # Taken in the order z, a, m: not the keys' sorted order.
+    for name, key in (("回归-z", "agent:main:z"), ("回归-a", "agent:main:a"), ("M", "agent:main:m")):
+        task_set(name, key=key)
+    assert cli("task_state.py", "locks") == (
+        0, printed({"agent:main:z": "回归-z", "agent:main:a": "回归-a", "agent:main:m": "M"}), "",
+    )  # fmt: skip
+    cli("task_state.py", "release-lock", "--session", "agent:main:m")
+    code, out, _ = cli("cleanup_state.py")
+    assert code == 0 and as_json(out)["lock_repairs"] == [
+        {"session_key": "agent:main:z", "old_task": "回归-z", "action": "drop_orphan_lock"},
+        {"session_key": "agent:main:a", "old_task": "回归-a", "action": "drop_orphan_lock"},
+        {"session_key": "agent:main:m", "task": "M", "action": "restore_missing_lock"},
+    ]
+
+
+def test_release_lock_without_a_task_prints_task_null_as_the_original():
+    set_a()
+    assert cli("task_state.py", "release-lock", "--session", K) == (
+        0, printed({"ok": True, "origin_session_key": K, "task": None}), "",
+    )  # fmt: skip
+    assert cli("task_state.py", "release-lock", "--session", K) == (
+        1, printed({"ok": False, "origin_session_key": K, "task": None}), "",
+    )  # fmt: skip
+    cli("task_state.py", "acquire-lock", "--session", K, "--task", "A")
+    assert cli("task_state.py", "release-lock", "--session", K, "--task", "A") == (
+        0, printed({"ok": True, "origin_session_key": K, "task": "A"}), "",
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(("state", "key"), [("waiting", K), ("blocked", None), ("done", K)])
+def test_foreground_tick_on_a_task_owing_no_progress_answers_as_the_original(state, key):
+    task_set(state=state, key=key)
+    assert cli("foreground_tick.py", "--task", "A") == (
+        0,
+        printed(
+            {
+                "task": "A",
+                "due": False,
+                "check": {"task": "A", "due": False, "reason": f"state={state}"},
+                "message": None,
+                "delivery": "session",
+                "sessionKey": None,
+                "session_label": None,
+                "state": None,
+            }
+        ),
+        "",
+    )

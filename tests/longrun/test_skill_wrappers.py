@@ -137,6 +137,15 @@ def test_refusals_print_the_originals_text_and_exit_with_its_code(live_server):
     assert forbidden.stderr == "session: an agent key acts on its own session only\n"
     assert LongTask.objects.get().origin_session_key == K
 
+    # release-lock without --task names none, as the original; with the session free, a
+    # lock is refused to a name no task has (D-B28).
+    released = script(url, key, "task_state", "release-lock", "--session", K)
+    assert (released.code, released.stdout) == (
+        0, json.dumps({"ok": True, "origin_session_key": K, "task": None}, indent=2) + "\n",
+    )  # fmt: skip
+    nobody = script(url, key, "task_state", "acquire-lock", "--session", K, "--task", "nobody")
+    assert (nobody.code, nobody.stdout, nobody.stderr) == (1, "", "task not found: nobody\n")
+
 
 @pytest.mark.django_db(transaction=True)
 def test_the_bridges_runs_and_usage_errors(live_server):

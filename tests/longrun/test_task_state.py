@@ -245,7 +245,7 @@ def test_case_17_acquire_and_release_lock():
     released = services.lock_release(session_key=K)
     assert (released.exit_code, released.body) == (
         0,
-        {"ok": True, "origin_session_key": K, "task": "A"},
+        {"ok": True, "origin_session_key": K, "task": None},
     )
     assert services.lock_release(session_key=K).exit_code == 1  # nothing to release
     acquired = services.lock_acquire(session_key=K, name="C", now=T0)

@@ -62,7 +62,13 @@ def progress_update(task: TaskFacts) -> Answer:
 
 
 def foreground_tick(task: TaskFacts, now: datetime, zone: tzinfo) -> Answer:
-    """foreground_tick: the check, and the message when it is due."""
+    """foreground_tick: the check, and the message when it is due.
+
+    Where to send, and the state, are read from the check, as the original
+    read them: a task that owes no progress (waiting, blocked, handoff, done)
+    gets a check without them, so `sessionKey`, `session_label` and `state`
+    are null, and there is nothing to send.
+    """
     check = foreground_check(task, now, zone)
     due = bool(check.body["due"])
     return Answer(
@@ -73,9 +79,9 @@ def foreground_tick(task: TaskFacts, now: datetime, zone: tzinfo) -> Answer:
             "check": check.body,
             "message": progress_message(task) if due else None,
             "delivery": "session",
-            "sessionKey": _opt(task.origin_session_key),
-            "session_label": task.session_label,
-            "state": task.state,
+            "sessionKey": check.body.get("origin_session_key"),
+            "session_label": check.body.get("session_label"),
+            "state": check.body.get("state"),
         },
     )
 
