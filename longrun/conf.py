@@ -36,6 +36,7 @@ class LongrunConf:
     time_zone: str
     archive_after: timedelta
     max_live_tasks_per_session: int
+    max_resumes_per_day: int
 
 
 SECTION: Section[LongrunConf] = Section(
@@ -73,6 +74,11 @@ SECTION: Section[LongrunConf] = Section(
             20,
             int_at_least(1),
             doc="tasks not done one session key may have; registering another is refused (D-B26)",
+        ),
+        "max_resumes_per_day": Key(
+            24,
+            int_at_least(1),
+            doc="automatic resumes of a task in 24 h; past them it waits for a person (D-B29)",
         ),
     },
 )

@@ -13,6 +13,7 @@ from longrun._rows import (
     _log,
     _message_key,
     _save,
+    _transition,
 )
 from longrun.models import LongTask, TaskEvent
 from longrun.monitors._common import _claim, _reported_in
@@ -23,9 +24,10 @@ from longrun.policies.messages import (
     KEEPALIVE_RUN_NOTE,
     RESUME_DISABLED_NOTE,
     RESUME_QUEUED_NOTE,
+    resume_budget_note,
     resume_message,
 )
-from longrun.policies.states import PROGRESS_STATES
+from longrun.policies.states import BLOCKED, PROGRESS_STATES
 from longrun.policies.timing import (
     idle_for_seconds,
     idle_limit,
@@ -65,6 +67,8 @@ def _resume(task: LongTask, *, now: datetime, rules: Rules, by: str) -> dict[str
         "last_activity_source": source,
     }
     message_id = None
+    if rules.auto_resume and _budget_spent(task, rules, now):
+        return dispatch | _block_for_a_person(task, rules=rules, now=now, by=by)
     if rules.auto_resume:
         message = outbox_enqueue(
             purpose=RESUME_PURPOSE,
@@ -106,6 +110,35 @@ def _resume(task: LongTask, *, now: datetime, rules: Rules, by: str) -> dict[str
         )
     _save(task, rules, fields)
     return dispatch
+
+
+# --- the resume budget (D-B29) -------------------------------------------------------------
+
+RESUME_BUDGET_WINDOW = timedelta(hours=24)
+
+
+def _resumes_queued(task: LongTask, now: datetime) -> int:
+    return task.events.filter(
+        kind=TaskEvent.QUEUED, purpose=RESUME_PURPOSE, at__gt=now - RESUME_BUDGET_WINDOW
+    ).count()
+
+
+def _budget_spent(task: LongTask, rules: Rules, now: datetime) -> bool:
+    return _resumes_queued(task, now) >= rules.max_resumes_per_day
+
+
+def _block_for_a_person(
+    task: LongTask, *, rules: Rules, now: datetime, by: str
+) -> dict[str, Any]:
+    """An idle task that has had its automatic resumes of the day: blocked, saying why,
+    so it waits for a person instead of spending the agent's quota on resumes."""
+    note = resume_budget_note(_resumes_queued(task, now), rules.max_resumes_per_day)
+    old_state = task.state
+    task.state = BLOCKED
+    task.updated_at = max(now, task.updated_at)
+    _transition(task, old_state, at=now, by=by, note=note)
+    _save(task, rules, ["state", "updated_at"])
+    return {"status": "blocked", "note": note}
 
 
 def keepalive_run_once(

@@ -86,3 +86,4 @@ class Rules:
     auto_resume: bool  # keepalive queues resumes, else plans them
     archive_after: timedelta  # age of a finished task cleanup archives (D-B16)
     max_live_tasks: int  # tasks not done one session key may have (D-B26)
+    max_resumes_per_day: int = 24  # automatic resumes of a task in 24 h (D-B29)

@@ -28,6 +28,7 @@ __all__ = [
     "progress_message",
     "recovery_suggestion",
     "recovery_text",
+    "resume_budget_note",
     "resume_message",
 ]
 
@@ -62,6 +63,15 @@ KEEPALIVE_INSTRUCTION = (
 KEEPALIVE_RESUMED_NOTE = "保活续跑已触发，继续沿上次锚点推进"
 KEEPALIVE_PLANNED_NOTE = "保活续跑准备执行 openclaw agent"
 # The original named an environment variable; here one config key turns it on.
+def resume_budget_note(resumes: int, budget: int) -> str:
+    """Why an idle task was blocked instead of resumed again (D-B29)."""
+    return (
+        f"resume budget spent: {resumes} automatic resumes in the last 24 h "
+        f"(longrun.max_resumes_per_day = {budget}); blocked until a person looks at it "
+        "and sets its state again"
+    )
+
+
 RESUME_DISABLED_NOTE = (
     "auto resume disabled; set longrun.auto_resume = true to execute openclaw agent"
 )

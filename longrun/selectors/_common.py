@@ -36,6 +36,7 @@ def longrun_rules() -> Rules:
         auto_resume=section.auto_resume,
         archive_after=section.archive_after,
         max_live_tasks=section.max_live_tasks_per_session,
+        max_resumes_per_day=section.max_resumes_per_day,
     )
 
 

@@ -267,3 +267,47 @@ def test_d_b5_a_resume_the_outbox_refuses_is_an_error_item_not_a_dispatch(settin
     assert body["errors"][0]["error"].startswith("DeliveryError: body: must be at most 1000 bytes")
     assert LongTask.objects.get(name="B").last_progress_attempt_at is None  # rolled back
     assert Message.objects.get().target == K
+
+
+def test_d_b29_past_its_resume_budget_an_idle_task_is_blocked_for_a_person(settings):
+    # Issue 23 C7: at most longrun.max_resumes_per_day automatic resumes in 24 h.
+    configure(settings, "longrun", auto_resume=True, max_resumes_per_day=2)
+    _idle_task()
+    for minute in (5, 10):  # two idle spells, each resumed once
+        services.task_activity_record(name="A", signal="visible_reply", by="agent",
+                                      now=at(minutes=minute - 4))
+        dispatch = services.keepalive_run_once(now=at(minutes=minute)).body["dispatches"][0]
+        assert dispatch["status"] == "queued"
+    services.task_activity_record(name="A", signal="visible_reply", by="agent", now=at(minutes=11))
+    third = services.keepalive_run_once(now=at(minutes=15)).body["dispatches"][0]
+    assert third["status"] == "blocked"
+    assert third["note"].startswith("resume budget spent: 2 automatic resumes in the last 24 h")
+    assert Message.objects.filter(purpose="longrun.resume").count() == 2
+    task = LongTask.objects.get()
+    assert task.state == "blocked"
+    transition = task.transitions.latest("at")
+    assert (transition.from_state, transition.to_state) == ("executing", "blocked")
+    assert "longrun.max_resumes_per_day = 2" in transition.note
+    # Blocked, it is no longer a keepalive candidate: nothing more is spent on it.
+    assert services.keepalive_run_once(now=at(minutes=30)).body["dispatches"] == []
+
+
+def test_d_b29_the_budget_counts_the_last_24_hours_only(settings):
+    configure(settings, "longrun", auto_resume=True, max_resumes_per_day=1)
+    _idle_task()
+    assert services.keepalive_run_once(now=at(seconds=61)).body["dispatches"][0]["status"] == "queued"
+    services.task_activity_record(name="A", signal="visible_reply", by="agent", now=at(hours=24))
+    later = services.keepalive_run_once(now=at(hours=24, seconds=61)).body["dispatches"][0]
+    assert later["status"] == "queued"
+
+
+def test_d_b29_without_auto_resume_nothing_is_spent_and_nothing_blocks(settings):
+    configure(settings, "longrun", max_resumes_per_day=1)
+    _idle_task()
+    for minute in (2, 4, 6):
+        services.task_activity_record(name="A", signal="visible_reply", by="agent",
+                                      now=at(minutes=minute - 1))
+        dispatches = services.keepalive_run_once(now=at(minutes=minute, seconds=1)).body[
+            "dispatches"]
+        assert [d["status"] for d in dispatches] == ["planned"]
+    assert LongTask.objects.get().state == "executing"

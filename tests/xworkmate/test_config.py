@@ -89,6 +89,7 @@ EXPECTED_DEFAULTS = {
     ("longrun", "time_zone"): "Asia/Shanghai",
     ("longrun", "archive_after"): timedelta(days=7),
     ("longrun", "max_live_tasks_per_session"): 20,
+    ("longrun", "max_resumes_per_day"): 24,
 }
 
 
