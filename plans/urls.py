@@ -32,6 +32,7 @@ urlpatterns: list[URLPattern] = [
     path(_PLAN, api.PlanDetailApi.as_view(), name="plans-detail"),
     path(f"{_PLAN}/content", api.PlanContentApi.as_view(), name="plans-content"),
     path(f"{_PLAN}/runs", api.PlanRunsApi.as_view(), name="plans-runs"),
+    path(f"{_PLAN}/timeline", api.PlanTimelineApi.as_view(), name="plans-timeline"),
     path(f"{_PLAN}/export", api.PlanExportApi.as_view(), name="plans-export"),
     path(f"{_PLAN}/revise", api.RevisePlanApi.as_view(), name="plans-revise"),
     path(f"{_PLAN}/confirm", api.ConfirmPlanApi.as_view(), name="plans-confirm"),

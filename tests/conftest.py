@@ -189,6 +189,12 @@ class ApiClient:
     def get(self, path: str) -> Any:
         return self.client.get(path, headers=self._headers())
 
+    def put(self, path: str, body: Any = None, *, raw: str | None = None) -> Any:
+        data = raw if raw is not None else json.dumps({} if body is None else body)
+        return self.client.put(
+            path, data=data, content_type="application/json", headers=self._headers()
+        )
+
 
 @pytest.fixture
 def make_client(db: None) -> Callable[..., ApiClient]:

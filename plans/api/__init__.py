@@ -20,6 +20,7 @@ from plans.api.reading import (
     PlanExportApi,
     PlanRunsApi,
     PlansListApi,
+    PlanTimelineApi,
 )
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "PlanDetailApi",
     "PlanExportApi",
     "PlanRunsApi",
+    "PlanTimelineApi",
     "PlansListApi",
     "ProposePlanApi",
     "RequestChangesApi",

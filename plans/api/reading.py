@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    inline_serializer,
+)
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from plans.api._common import (
+    _BAD_PAGE,
     _PAGE_PARAMETERS,
     _READ_ERRORS,
     _page,
@@ -25,10 +31,12 @@ from plans.files import plan_file_read
 from plans.planfile import PlanFileError
 from plans.selectors import entries_visible_to, job_of, jobs_of, runs_page
 from plans.services import PlanGateError
+from plans.timeline import DEFAULT_EVENTS, MAX_EVENTS, plan_timeline
 from plans.wire import cron_add_request, run_json
 from xworkmate.api_errors import error_body
 from xworkmate.auth import caller_of
 from xworkmate.openapi import api_error_responses
+from xworkmate.paging import page_of
 
 
 class PlansListApi(_PlansView):
@@ -72,9 +80,11 @@ class PlansListApi(_PlansView):
 
 
 class PlanDetailApi(_PlansView):
+    # Reading a plan needs plans:read; Studio's update (PUT) changes its job.
+    method_scopes = {"PUT": "plans:write"}
+
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        # Reading a plan needs plans:read; Studio's update (PUT) changes its job.
-        self.required_scope = "plans:write" if request.method == "PUT" else "plans:read"
+        self.required_scope = self.method_scopes.get(request.method or "", "plans:read")
         super().initial(request, *args, **kwargs)
 
     @extend_schema(
@@ -119,6 +129,40 @@ class PlanContentApi(_PlansView):
         if content is None:
             raise NotFound("PLAN.md not found")
         return Response({"content": content})
+
+
+class PlanTimelineApi(_PlansView):
+    @extend_schema(
+        operation_id="plans_timeline",
+        summary="The plan's timeline: revisions, confirmations and every fire time, oldest first",
+        description=(
+            "Scope: `plans:read`. Why did it (not) run: each PLAN.md revision, change request "
+            "and confirmation (with the revision's SHA-256), and every fire time's row: ran "
+            "(its run, delivery and outcome), missed (the service was down) or skipped (the "
+            "previous run was out, or the job was in its error backoff), each with its "
+            f"reason. The newest `limit` events (1-{MAX_EVENTS}, default {DEFAULT_EVENTS}); "
+            "`more` says older ones exist. `download=1` answers it as a JSON file."
+        ),
+        parameters=[
+            OpenApiParameter("limit", int, description=f"1-{MAX_EVENTS}, default {DEFAULT_EVENTS}"),
+            OpenApiParameter("download", str, enum=["1"], description="as a file download"),
+        ],
+        responses={200: OpenApiResponse(description="{taskId, events, more}"),
+                   **api_error_responses(_READ_ERRORS)},
+        tags=["plans"],
+    )
+    def get(self, request: Request, task_id: str) -> Response:
+        entry = _visible_entry(request, task_id)
+        page = page_of(
+            request, default=DEFAULT_EVENTS, maximum=MAX_EVENTS, offset=False,
+            refusal=str(_BAD_PAGE),
+        )
+        response = Response(plan_timeline(entry, job_of(entry), limit=page.limit))
+        if request.query_params.get("download") == "1":
+            response["Content-Disposition"] = (
+                f'attachment; filename="plan-{entry.task_id}-timeline.json"'
+            )
+        return response
 
 
 class PlanRunsApi(_PlansView):

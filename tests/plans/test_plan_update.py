@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -15,10 +14,7 @@ pytestmark = pytest.mark.django_db
 
 
 def _put(client: ApiClient, task: str, body: Any, *, raw: str | None = None) -> Any:
-    return client.client.put(
-        f"/api/plans/{task}", data=raw if raw is not None else json.dumps(body),
-        content_type="application/json", headers=client._headers(),
-    )
+    return client.put(f"/api/plans/{task}", body, raw=raw)
 
 
 @pytest.fixture
