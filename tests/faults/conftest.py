@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -76,3 +77,28 @@ def manage_on(tmp_path: Path, db_url: str, *args: str) -> str:
     done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300, check=True)
     return done.stdout
+
+
+@dataclass(frozen=True)
+class Served:
+    """What a gunicorn of a fault test runs on: see served_workspace."""
+
+    workspace: Path
+    config: str
+    db_url: str
+    token: str
+
+
+def served_workspace(tmp_path: Path, cluster: OwnPostgres, key: str, *scopes: str) -> Served:
+    """A workspace and config in tmp_path, OWN_DATABASE migrated on `cluster` and an API
+    key `key` with `scopes`: what a gunicorn of the test needs."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    config = f'[workspace]\nroots = ["{root}"]\n'
+    (tmp_path / "xworkmate.toml").write_text(config, encoding="utf-8")
+    db_url = cluster.url(OWN_DATABASE)
+    manage_on(tmp_path, db_url, "migrate", "--no-input")
+    scope_args = [arg for scope in scopes for arg in ("--scope", scope)]
+    token = manage_on(tmp_path, db_url, "xworkmate", "apikey", "create", "--name", key,
+                      *scope_args).strip().splitlines()[-1]
+    return Served(root, config, db_url, token)

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.faults.conftest import OWN_DATABASE, manage_on
+from tests.faults.conftest import served_workspace
 from tests.integration.conftest import running_gunicorn, wait_for
 from tests.support.own_postgres import OwnPostgres
 
@@ -51,14 +51,8 @@ def _call(base: str, token: str, kind: str) -> tuple[int, dict[str, str], bytes]
 def test_a_stopped_database_answers_503_with_retry_after_and_recovers_without_a_restart(
     own_cluster: OwnPostgres, tmp_path: Path, capsys: Any
 ) -> None:
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    config = f'[workspace]\nroots = ["{workspace}"]\n'
-    (tmp_path / "xworkmate.toml").write_text(config, encoding="utf-8")
-    db_url = own_cluster.url(OWN_DATABASE)
-    manage_on(tmp_path, db_url, "migrate", "--no-input")
-    token = manage_on(tmp_path, db_url, "xworkmate", "apikey", "create", "--name", "outage",
-                    "--scope", "gateway:write", "--scope", "longrun:read").strip().splitlines()[-1]
+    served = served_workspace(tmp_path, own_cluster, "outage", "gateway:write", "longrun:read")
+    config, db_url, token = served.config, served.db_url, served.token
     answers: list[tuple[str, str, int, dict[str, str], bytes]] = []
     phase = ["up"]
     stop = threading.Event()

@@ -33,7 +33,7 @@ import pytest
 from artifacts.engine.paths import TASK_SCOPE_ROOT, artifact_scope_for
 from artifacts.engine.scope import scope_owner
 from gateway.models import SessionEntry, SessionMapping, TaskRun
-from tests.faults.conftest import OWN_DATABASE, manage_on
+from tests.faults.conftest import served_workspace
 from tests.faults.traffic import CLIENT_TIMEOUT, Call, Calls, loop
 from tests.integration.conftest import running_gunicorn, wait_for
 from tests.support.own_postgres import OwnPostgres
@@ -87,14 +87,8 @@ def _scope_dirs(workspace: Path) -> dict[str, Any]:
 def test_a_postgres_restart_during_a_prepare_burst_leaves_no_half_prepare_and_no_orphan(
     mode: str, own_cluster: OwnPostgres, tmp_path: Path, capsys: Any
 ) -> None:
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    config = f'[workspace]\nroots = ["{workspace}"]\n'
-    (tmp_path / "xworkmate.toml").write_text(config, encoding="utf-8")
-    db_url = own_cluster.url(OWN_DATABASE)
-    manage_on(tmp_path, db_url, "migrate", "--no-input")
-    token = manage_on(tmp_path, db_url, "xworkmate", "apikey", "create", "--name", "restart",
-                      "--scope", "gateway:write").strip().splitlines()[-1]
+    served = served_workspace(tmp_path, own_cluster, "restart", "gateway:write")
+    workspace, config, db_url, token = served.workspace, served.config, served.db_url, served.token
     calls = Calls()
     stop = threading.Event()
     restarting: list[float] = []  # pg_ctl restart, until the server accepts connections
