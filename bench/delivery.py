@@ -343,6 +343,9 @@ def main() -> int:
     for handler in list(root.handlers):
         if type(handler) is logging.StreamHandler:
             root.removeHandler(handler)
+    # The workers run at --loglevel WARNING, so their sends log nothing: nor does the
+    # bare loop's (httpx logs each request at INFO, which cost it a file write each).
+    logging.getLogger("httpx").setLevel(logging.WARNING)
 
     rows: list[tuple[str, dict[str, float]]] = []
     try:
