@@ -261,9 +261,15 @@ def test_the_plan_page_lists_its_entries_and_its_problem(propose, browser):
     entry.plan.problem = "line 9: an entry heading must be `### [Task_ID: <uuid>] <name>` (R6)"
     entry.plan.save()
     listing = browser.get("/admin/plans/plan/").content.decode()
-    assert ARCHIVE_ID in listing and "icon-yes.svg" in listing
+    assert ARCHIVE_ID in listing and 'title="line 9: an entry heading' in listing
+    # No boolean icons: a red ✗ for "no problem" read as a problem (issue 22).
+    assert "icon-yes.svg" not in listing and "icon-no.svg" not in listing
     page = browser.get(f"/admin/plans/plan/{entry.plan.pk}/change/").content.decode()
     assert _review(entry) in page and "line 9: an entry heading" in page
+    entry.plan.problem = ""
+    entry.plan.save()
+    listing = browser.get("/admin/plans/plan/").content.decode()
+    assert "icon-no.svg" not in listing and "field-has_problem\">—<" in listing
 
 
 # --- confirm and request changes -------------------------------------------------------------------
