@@ -312,3 +312,13 @@ def test_it_translates_every_column_and_field_of_the_outbox():
     with translation.override("en"):
         english_inline = [str(Attempt._meta.get_field(f).verbose_name) for f in inline.fields]
     assert all(zh != en for zh, en in zip(chinese_inline, english_inline, strict=True))
+
+
+def test_a_message_not_yet_tried_says_it_has_no_attempts_yet(client, staff, outbox):
+    # Issue 22: the attempts' headers over an empty table read as a broken page.
+    pending = Message.objects.get(target="agent:main:pending")
+    assert not pending.attempts.exists()
+    page = client.get(f"{LIST}{pending.pk}/change/").content.decode()
+    assert '<p class="help" id="attempts-none">None yet.</p>' in page
+    tried = client.get(f"{LIST}{outbox['failed'].pk}/change/").content.decode()
+    assert 'id="attempts-none"' not in tried

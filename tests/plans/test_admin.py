@@ -15,7 +15,7 @@ from django.test import Client
 from django.utils import translation
 
 from plans.admin._common import _STATUS_LABELS
-from plans.models import ChangeRequest, Confirmation, Entry, Job, Revision, Run
+from plans.models import ChangeRequest, Confirmation, Entry, Job, Plan, Revision, Run
 from plans.planfile import parse_plan_file
 from plans.policies import display_status
 from plans.review import MAX_OUTPUTS, run_outputs
@@ -508,3 +508,43 @@ def test_the_review_page_is_in_chinese(propose, browser, reviewer):
         assert english not in page, english
     listing = browser.get(LIST).content.decode()
     assert "待执行" in listing
+
+
+# --- issue 22: what a newcomer misread ---------------------------------------------------------------
+
+
+def test_a_recurring_job_whose_last_run_went_well_waits_for_its_next_run(propose, browser, reviewer):
+    daily = _confirmed(propose, reviewer)
+    Job.objects.filter(entry=daily).update(last_run_status="ok")
+    once = _confirmed(propose, reviewer)
+    Job.objects.filter(entry=once).update(last_run_status="ok", next_run_at=None)
+    page = browser.get(LIST).content.decode()
+    rows = {pk: row for row in page.split("</tr>") for pk in (daily.pk, once.pk)
+            if f"/{pk}/change/" in row}
+    # §6 says "done" after a good run; a daily job with a next run is not done.
+    assert "xw-status-pending" in rows[daily.pk] and ">done<" not in rows[daily.pk]
+    assert "xw-status-done" in rows[once.pk]
+
+
+def test_the_runs_list_has_human_column_headers(propose, browser, reviewer):
+    entry = _confirmed(propose, reviewer)
+    Run.objects.create(job=entry.job, fire_at_ms=1_773_104_400_000, run_id="run-1",
+                       revision=entry.revision, status="ok", duration_ms=48_213,
+                       delivery_status="delivered", finished_at=later(6))
+    page = browser.get("/admin/plans/run/").content.decode()
+    assert ">Delivery<" in page and ">Duration<" in page and "48.2 s" in page
+    assert "DeliveryStatus" not in page and "DurationMs" not in page
+
+
+def test_plan_entries_and_plan_files_read_as_different_things():
+    with translation.override("en"):
+        names = {str(model._meta.verbose_name_plural) for model in (Entry, Revision, Plan)}
+    assert names == {"plan entries", "PLAN.md revisions", "PLAN.md files"}
+
+
+def test_every_time_on_the_review_page_has_its_zone_and_seconds(propose, browser, reviewer):
+    entry = _confirmed(propose, reviewer)
+    page = browser.get(_review(entry), {"tz": "Asia/Shanghai"}).content.decode()
+    # Written at NOW (00:30 UTC), confirmed five minutes later, as the fire times read.
+    assert '<dd id="revision-written-at">2026-03-10 08:30:00 CST</dd>' in page
+    assert "· 2026-03-10 08:35:00 CST</li>" in page

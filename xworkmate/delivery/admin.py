@@ -30,6 +30,7 @@ RESENDABLE = (Message.UNKNOWN, Message.FAILED)
 class AttemptInline(ReadOnlyMixin, admin.TabularInline):  # type: ignore[type-arg]
     model = Attempt
     extra = 0
+    template = "admin/delivery/attempt_inline.html"
     fields = (
         "number",
         "channel",
