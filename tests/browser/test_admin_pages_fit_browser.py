@@ -74,19 +74,18 @@ LAYOUT_PROBLEMS = r"""(phone) => {
       }
     }
   }
-  // A long title's text must not run under the object tools (the History button);
-  // the heading's box is the page's width, its lines are what a person reads.
-  const title = document.querySelector('#content h1');
-  const lines = [];
-  if (title) {
+  // A long title's text (the page's h1, or the object's name in the h2 below it)
+  // must not run under the object tools (the History button); the heading's box
+  // is the page's width, its lines are what a person reads.
+  for (const title of document.querySelectorAll('#content > h1, #content > h2')) {
     const range = document.createRange();
     range.selectNodeContents(title);
-    lines.push(...range.getClientRects());
-  }
-  for (const tool of document.querySelectorAll('.object-tools a')) {
-    const b = tool.getBoundingClientRect();
-    if (lines.some((a) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom)) {
-      problems.push(`the title "${title.innerText.slice(0, 40)}" overlaps "${tool.innerText}"`);
+    const lines = [...range.getClientRects()];
+    for (const tool of document.querySelectorAll('.object-tools a')) {
+      const b = tool.getBoundingClientRect();
+      if (lines.some((a) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom)) {
+        problems.push(`the title "${title.innerText.slice(0, 40)}" overlaps "${tool.innerText}"`);
+      }
     }
   }
   return problems;
@@ -140,6 +139,10 @@ def _data(tmp_path: Path, settings: Any, user: User) -> dict[str, str]:
                            finished_at=now, outcome="failed", detail="HTTP 500 " + "y" * 200)
     outbox_enqueue(purpose="longrun.progress", target="agent:main:b", body="进度",
                    idempotency_key="k-2", now=now)
+    # Named by a key just short enough for one line: the line reaches the History button.
+    one_line = outbox_enqueue(purpose="longrun.progress",
+                              target="agent:main:feishu:group:oc_" + "5f1d2e3c4b" * 6,
+                              body="进度", idempotency_key="k-3", now=now)
     api_key_create(name="bridge", scopes=["plans:write", "gateway:write"], created_by=user)
     return {
         "index": "/admin/",
@@ -151,6 +154,7 @@ def _data(tmp_path: Path, settings: Any, user: User) -> dict[str, str]:
         "board": "/admin/longrun/longtask/",
         "outbox": "/admin/delivery/message/",
         "message": f"/admin/delivery/message/{failed.pk}/change/",
+        "message-one-line": f"/admin/delivery/message/{one_line.pk}/change/",
         "api-keys": "/admin/xworkmate/apikey/",
         "preview": "/admin/plans/schedule-preview/?kind=cron&expr=0+9+*+*+1-5&tz=Asia%2FShanghai"
                    "&count=5",
