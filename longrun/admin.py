@@ -13,6 +13,7 @@ that calls one service. Nothing else on these pages writes.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
@@ -32,7 +33,7 @@ from longrun.policies.states import ACTIVE_STATES, FINISHED_STATES, PROGRESS_STA
 from longrun.policies.timing import OK, PROGRESS, stale_limit, watchdog_verdict
 from longrun.selectors import longrun_rules
 from longrun.services import task_state_mark
-from xworkmate.admin import ActionAnswer, ActionPageMixin
+from xworkmate.admin import ActionAnswer, ActionPageMixin, clipped
 from xworkmate.auth import Caller
 from xworkmate.delivery.selectors import messages_with_ids
 
@@ -77,7 +78,16 @@ class _StoredFilter(admin.SimpleListFilter):
     parameter_name = "stored"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
-        return [("archived", _("archived")), ("all", _("all"))]
+        return [("archived", _("archived")), ("all", _("stored and archived"))]
+
+    def choices(self, changelist: Any) -> Iterator[Any]:
+        # The admin names the default choice "All"; here it is the store without the
+        # archived tasks, and "All" next to "all" read as the same choice twice.
+        for choice in super().choices(changelist):
+            if choice["query_string"] == changelist.get_query_string(remove=[self.parameter_name]):
+                yield {**choice, "display": _("stored")}
+            else:
+                yield choice
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         if self.value() == "all":
@@ -97,7 +107,7 @@ class LongTaskAdmin(ActionPageMixin, admin.ModelAdmin):  # type: ignore[type-arg
         "checkpoint",
         "delivery",
         "last_resume_count",
-        "origin_session_key",
+        "origin_session",
     )
     list_filter = ("state", _StoredFilter)
     search_fields = ("name", "origin_session_key", "session_label")
@@ -130,6 +140,10 @@ class LongTaskAdmin(ActionPageMixin, admin.ModelAdmin):  # type: ignore[type-arg
             label,
             verdict.reason,
         )
+
+    @admin.display(description=_("target session"), ordering="origin_session_key")
+    def origin_session(self, obj: LongTask) -> SafeString | str:
+        return clipped(obj.origin_session_key)
 
     @admin.display(description=_("since visible progress"), ordering="last_progress_at")
     def since_progress(self, obj: LongTask) -> str:

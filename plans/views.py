@@ -15,6 +15,7 @@ from django.utils import translation
 from django.utils.translation import gettext_lazy as _
 
 from plans.conf import plans_conf
+from plans.croner_text import croner_text
 from plans.schedule import ScheduleError, describe_schedule
 from plans.selectors import (
     MAX_PREVIEW_RUNS,
@@ -121,6 +122,8 @@ def schedule_preview_view(request: HttpRequest) -> HttpResponse:
             )
         except (PreviewRequestError, ScheduleError) as exc:
             context["error"] = str(exc)
+            # In another language, what croner said in it, the original beside it.
+            context["error_translated"] = croner_text(str(exc))
         else:
             zone = get_zone(str(schedule.get("tz") or host_tz))
             context["description"] = description

@@ -19,6 +19,8 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
 from xworkmate.auth import Caller
@@ -40,6 +42,10 @@ admin.site.site_header = _("xworkmate administration")
 admin.site.site_title = _("xworkmate")
 admin.site.index_title = _("Overview")
 admin.site.index_template = "admin/xworkmate_index.html"
+# Django's navigation sidebar repeats the landing page's list of pages and takes a
+# quarter of a 1280 px screen, which the lists' tables need (issue 22); the
+# breadcrumbs lead back to the landing page.
+admin.site.enable_nav_sidebar = False
 
 
 class ApiKeyCreateForm(forms.ModelForm):  # type: ignore[type-arg]
@@ -93,8 +99,8 @@ class ApiKeyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         "name",
         "prefix",
         "scope_list",
-        "bound_session_key",
-        "bound_run_id",
+        "bound_session",
+        "bound_run",
         "created_at",
         "last_used_at",
         "is_active",
@@ -119,6 +125,14 @@ class ApiKeyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     @admin.display(description=_("scopes"))
     def scope_list(self, obj: ApiKey) -> str:
         return ", ".join(obj.scopes)
+
+    @admin.display(description=_("bound session key"), ordering="bound_session_key")
+    def bound_session(self, obj: ApiKey) -> SafeString | str:
+        return clipped(obj.bound_session_key)
+
+    @admin.display(description=_("bound run id"), ordering="bound_run_id")
+    def bound_run(self, obj: ApiKey) -> SafeString | str:
+        return clipped(obj.bound_run_id)
 
     @admin.display(boolean=True, description=_("active"))
     def is_active(self, obj: ApiKey) -> bool:
@@ -167,6 +181,13 @@ class ApiKeyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     def has_delete_permission(self, request: HttpRequest, obj: ApiKey | None = None) -> bool:
         return False  # revoke instead: the record of who had access stays
+
+
+def clipped(text: str) -> SafeString | str:
+    """A long key or id cut to one line in a list (.xw-clip); its title gives all of it."""
+    if not text:
+        return "—"
+    return format_html('<span class="xw-clip" title="{}">{}</span>', text, text)
 
 
 class ReadOnlyMixin:

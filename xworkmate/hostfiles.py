@@ -108,18 +108,18 @@ def run_on_host(host: str, operation: str, /, **arguments: Any) -> Any:
 
 
 def _remote(host: str, operation: str, arguments: Mapping[str, Any]) -> Any:
+    from celery import current_app
     from celery.exceptions import TimeoutError as ResultTimeout
     from kombu.exceptions import OperationalError as BrokerError
-
-    from xworkmate.tasks import run_file_operation
 
     wait = WORKSPACE.of(settings.XWORKMATE).host_wait.total_seconds()
     queue = queue_of(host)
     try:
+        # By name (the task module imports the periodic jobs, which import Celery's app).
         # `expires`: a message no worker took within the wait is dropped unrun by the
         # worker that finally takes it, so an answer of "away" means it did not run.
-        result = run_file_operation.apply_async(
-            args=(operation, dict(arguments), host), queue=queue, expires=wait
+        result = current_app.send_task(
+            TASK_NAME, args=(operation, dict(arguments), host), queue=queue, expires=wait
         )
     except BrokerError as exc:
         raise HostUnavailableError(

@@ -87,7 +87,10 @@ TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
         # Each app carries its own admin templates (<app>/templates/admin/<app>/).
-        "DIRS": [],
+        # The kernel's folder is also searched first: django.contrib.admin comes
+        # before xworkmate in INSTALLED_APPS, and the kernel's admin/base_site.html
+        # (the shared stylesheet and icon) must win over the admin's own.
+        "DIRS": [Path(__file__).resolve().parent / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [

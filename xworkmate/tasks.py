@@ -15,6 +15,8 @@ from celery.signals import task_postrun, task_prerun
 from celery.states import FAILURE
 from django.utils import timezone
 
+from xworkmate import hostfiles
+from xworkmate.hostfiles import TASK_NAME as FILES_TASK
 from xworkmate.periodic import JOB_HEADER, RUNNER_TASK, find_job
 from xworkmate.services import periodic_job_record_tick
 
@@ -90,7 +92,7 @@ def _tick_finished(task_id: str, task: Task[Any, Any], state: str, retval: Any, 
 # stored (the caller reads it); track_started lets a caller that gave up say whether
 # it had begun.
 @shared_task(
-    name="xworkmate.files.run",
+    name=FILES_TASK,
     time_limit=120,
     soft_time_limit=110,
     acks_late=False,
@@ -98,8 +100,6 @@ def _tick_finished(task_id: str, task: Task[Any, Any], state: str, retval: Any, 
     track_started=True,
 )
 def run_file_operation(operation: str, arguments: dict[str, Any], host: str) -> dict[str, Any]:
-    from xworkmate import hostfiles
-
     if host != hostfiles.this_host():
         # A worker of another host subscribed to this queue: running it here would
         # touch the wrong disk. Fail loudly rather than answer for another host.

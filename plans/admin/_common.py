@@ -60,6 +60,14 @@ def _status(job: Job | None, entry: Entry) -> SafeString:
     code, _chinese = display_status(
         enabled=live.enabled, running_at_ms=live.running_at_ms, last_run_status=live.last_run_status
     )
+    if code == "done" and live.next_run_at is not None:
+        # A recurring job whose last run went well is not finished: it waits for its
+        # next run (§6's "done" reads as "nothing more to come" to a person).
+        return format_html(
+            '<span class="xw-status xw-status-pending" title="{}">{}</span>',
+            _("last run: done"),
+            _STATUS_LABELS["pending"],
+        )
     return format_html('<span class="xw-status xw-status-{}">{}</span>', code, _STATUS_LABELS[code])
 
 

@@ -36,7 +36,6 @@ class EntryAdmin(ActionPageMixin, admin.ModelAdmin):  # type: ignore[type-arg]
         "job_status",
         "next_run",
         "revision_number",
-        "awaiting_confirmation",
     )
     list_filter = ("state",)
     search_fields = ("task_name", "task_id", "plan__archive_id", "plan__session_key")
@@ -72,10 +71,6 @@ class EntryAdmin(ActionPageMixin, admin.ModelAdmin):  # type: ignore[type-arg]
     @admin.display(description=_("revision"), ordering="revision__number")
     def revision_number(self, obj: Entry) -> int:
         return obj.revision.number
-
-    @admin.display(boolean=True, description=_("awaiting confirmation"))
-    def awaiting_confirmation(self, obj: Entry) -> bool:
-        return obj.state == Entry.AWAITING
 
     # --- the review page (xworkmate.admin.ActionPageMixin) ---------------------------------------
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
-from django.utils.html import format_html_join
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
@@ -44,9 +44,12 @@ class PlanAdmin(ReadOnlyMixin, admin.ModelAdmin):  # type: ignore[type-arg]
     def entry_count(self, obj: Plan) -> int:
         return int(getattr(obj, "entry_total", 0))
 
-    @admin.display(boolean=True, description=_("problem on disk"))
-    def has_problem(self, obj: Plan) -> bool:
-        return bool(obj.problem)
+    @admin.display(description=_("problem on disk"))
+    def has_problem(self, obj: Plan) -> SafeString | str:
+        # Not a boolean column: its red ✗ for "no problem" read as a problem.
+        if not obj.problem:
+            return "—"
+        return format_html('<span class="xw-error" title="{}">{}</span>', obj.problem, _("yes"))
 
     @admin.display(description=_("plan entries"))
     def entry_links(self, obj: Plan) -> SafeString:

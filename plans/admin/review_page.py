@@ -190,8 +190,16 @@ def _review_context(request: HttpRequest, entry: Entry) -> dict[str, Any]:
         "reviewer_zone": _zone_name(reviewer_zone),
         "zone_problem": zone_problem,
         "max_outputs": MAX_OUTPUTS,
-        "confirmations": entry.confirmations.select_related("revision", "confirmed_by"),
-        "change_requests": entry.change_requests.select_related("revision", "requested_by"),
+        # Every time on the page reads alike, zone and seconds included (issue 22).
+        "written_at": local_time(_ms(revision.written_at), reviewer_zone),
+        "confirmations": [
+            (local_time(_ms(one.confirmed_at), reviewer_zone), one)
+            for one in entry.confirmations.select_related("revision", "confirmed_by")
+        ],
+        "change_requests": [
+            (local_time(_ms(one.requested_at), reviewer_zone), one)
+            for one in entry.change_requests.select_related("revision", "requested_by")
+        ],
         **_schedule_context(entry, job, now_ms=now_ms, reviewer_zone=reviewer_zone),
         **_runs_context(job, plan=plan),
     }

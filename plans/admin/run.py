@@ -8,6 +8,7 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
 from plans.admin._common import _host_tz, _review_url, _zone
+from plans.admin.review_page import _duration
 from plans.models import Run
 from plans.review import local_time, schedule_zone
 from xworkmate.admin import ReadOnlyMixin
@@ -20,8 +21,8 @@ class RunAdmin(ReadOnlyMixin, admin.ModelAdmin):  # type: ignore[type-arg]
         "entry_link",
         "status",
         "forced",
-        "delivery_status",
-        "duration_ms",
+        "delivery",
+        "duration",
         "archive_timestamp",
     )
     list_filter = ("status", "forced")
@@ -58,6 +59,16 @@ class RunAdmin(ReadOnlyMixin, admin.ModelAdmin):  # type: ignore[type-arg]
     @admin.display(description=_("fire time"), ordering="fire_at_ms")
     def fire_time(self, obj: Run) -> str:
         return local_time(obj.fire_at_ms, _zone(schedule_zone(obj.job.schedule, _host_tz())))
+
+    # The model's own labels are the run log's field names (deliveryStatus,
+    # durationMs); the list says them in words.
+    @admin.display(description=_("delivery"), ordering="delivery_status")
+    def delivery(self, obj: Run) -> str:
+        return obj.delivery_status or "—"
+
+    @admin.display(description=_("duration"), ordering="duration_ms")
+    def duration(self, obj: Run) -> str:
+        return _duration(obj.duration_ms) or "—"
 
     @admin.display(description=_("plan entry"))
     def entry_link(self, obj: Run) -> SafeString:

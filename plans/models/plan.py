@@ -25,8 +25,10 @@ class Plan(models.Model):
     updated_at = models.DateTimeField(_("updated at"), default=timezone.now)
 
     class Meta:
-        verbose_name = _("plan")
-        verbose_name_plural = _("plans")
+        # "PLAN.md file", not "plan": next to "plan entries" in the admin, "plans"
+        # read as the same thing (issue 22); one PLAN.md holds many entries.
+        verbose_name = _("PLAN.md file")
+        verbose_name_plural = _("PLAN.md files")
         ordering = ("-updated_at", "-id")
 
     def __str__(self) -> str:

@@ -185,3 +185,13 @@ def test_the_board_and_page_in_chinese(browser, tasks):
 def test_the_landing_page_links_the_board(browser, tasks):
     landing = browser.get("/admin/").content.decode()
     assert f'href="{BOARD}"' in landing
+
+
+def test_the_stored_filter_offers_three_distinct_choices(browser, tasks):
+    # Issue 22: the admin's own default, "All", sat next to this filter's "all".
+    response = browser.get(BOARD)
+    changelist = response.context["cl"]
+    [stored] = [spec for spec in changelist.filter_specs
+                if getattr(spec, "parameter_name", "") == "stored"]
+    labels = [str(choice["display"]) for choice in stored.choices(changelist)]
+    assert labels == ["stored", "archived", "stored and archived"]

@@ -16,7 +16,7 @@ from django.test import Client
 from django.utils import translation
 
 from plans.admin._common import _STATUS_LABELS
-from plans.models import ChangeRequest, Confirmation, Entry, Job, Revision, Run
+from plans.models import ChangeRequest, Confirmation, Entry, Job, Plan, Revision, Run
 from plans.planfile import parse_plan_file
 from plans.policies import display_status
 from plans.review import MAX_OUTPUTS, run_outputs
@@ -262,9 +262,15 @@ def test_the_plan_page_lists_its_entries_and_its_problem(propose, browser):
     entry.plan.problem = "line 9: an entry heading must be `### [Task_ID: <uuid>] <name>` (R6)"
     entry.plan.save()
     listing = browser.get("/admin/plans/plan/").content.decode()
-    assert ARCHIVE_ID in listing and "icon-yes.svg" in listing
+    assert ARCHIVE_ID in listing and 'title="line 9: an entry heading' in listing
+    # No boolean icons: a red ✗ for "no problem" read as a problem (issue 22).
+    assert "icon-yes.svg" not in listing and "icon-no.svg" not in listing
     page = browser.get(f"/admin/plans/plan/{entry.plan.pk}/change/").content.decode()
     assert _review(entry) in page and "line 9: an entry heading" in page
+    entry.plan.problem = ""
+    entry.plan.save()
+    listing = browser.get("/admin/plans/plan/").content.decode()
+    assert "icon-no.svg" not in listing and "field-has_problem\">—<" in listing
 
 
 # --- confirm and request changes -------------------------------------------------------------------
@@ -516,3 +522,43 @@ def test_the_review_page_says_when_the_schedule_could_not_be_computed(propose, b
         scheduler_tick(now=job.next_run_at + timedelta(seconds=second))
     page = browser.get(_review(entry)).content.decode()
     assert "schedule error: " in page and "disabled: 3 ticks in a row" in page
+
+
+# --- issue 22: what a newcomer misread ---------------------------------------------------------------
+
+
+def test_a_recurring_job_whose_last_run_went_well_waits_for_its_next_run(propose, browser, reviewer):
+    daily = _confirmed(propose, reviewer)
+    Job.objects.filter(entry=daily).update(last_run_status="ok")
+    once = _confirmed(propose, reviewer)
+    Job.objects.filter(entry=once).update(last_run_status="ok", next_run_at=None)
+    page = browser.get(LIST).content.decode()
+    rows = {pk: row for row in page.split("</tr>") for pk in (daily.pk, once.pk)
+            if f"/{pk}/change/" in row}
+    # §6 says "done" after a good run; a daily job with a next run is not done.
+    assert "xw-status-pending" in rows[daily.pk] and ">done<" not in rows[daily.pk]
+    assert "xw-status-done" in rows[once.pk]
+
+
+def test_the_runs_list_has_human_column_headers(propose, browser, reviewer):
+    entry = _confirmed(propose, reviewer)
+    Run.objects.create(job=entry.job, fire_at_ms=1_773_104_400_000, run_id="run-1",
+                       revision=entry.revision, status="ok", duration_ms=48_213,
+                       delivery_status="delivered", finished_at=later(6))
+    page = browser.get("/admin/plans/run/").content.decode()
+    assert ">Delivery<" in page and ">Duration<" in page and "48.2 s" in page
+    assert "DeliveryStatus" not in page and "DurationMs" not in page
+
+
+def test_plan_entries_and_plan_files_read_as_different_things():
+    with translation.override("en"):
+        names = {str(model._meta.verbose_name_plural) for model in (Entry, Revision, Plan)}
+    assert names == {"plan entries", "PLAN.md revisions", "PLAN.md files"}
+
+
+def test_every_time_on_the_review_page_has_its_zone_and_seconds(propose, browser, reviewer):
+    entry = _confirmed(propose, reviewer)
+    page = browser.get(_review(entry), {"tz": "Asia/Shanghai"}).content.decode()
+    # Written at NOW (00:30 UTC), confirmed five minutes later, as the fire times read.
+    assert '<dd id="revision-written-at">2026-03-10 08:30:00 CST</dd>' in page
+    assert "· 2026-03-10 08:35:00 CST</li>" in page

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import html
 import itertools
+import re
 
 import pytest
 from django.contrib.auth.models import User
@@ -145,6 +147,32 @@ def test_the_admin_page_describes_and_lists_runs_in_the_users_language(client, d
     bad = client.get("/admin/plans/schedule-preview/", {"kind": "cron", "expr": "61 * * * *",
                                                          "count": "3"}).content.decode()
     assert "CronPattern: Invalid value for minute: 61" in bad
+
+
+@pytest.mark.parametrize(
+    ("expr", "chinese"),
+    [
+        ("61 * * * *", "分钟字段的值无效：61"),
+        ("* * *", "表达式无效（'* * *'）：需要用空格分隔的五、六或七个部分。"),
+        ("5-2 * * * *", "范围的起点大于终点：'5-2'"),
+        ("x * * * *", "表达式第 1 部分（x）含有不允许的字符。"),
+    ],
+)
+def test_the_admin_page_shows_croners_errors_translated_with_the_original_beside(
+    client, db, expr, chinese
+):
+    """Issue 22: a reader of the Chinese admin reads the refusal in Chinese, and still has
+    croner's own words to search for; the English admin shows croner's words alone."""
+    client.force_login(User.objects.create_superuser("pat", "", "pw-pat-12345"))
+    query = {"kind": "cron", "expr": expr, "count": "3"}
+    english = client.get("/admin/plans/schedule-preview/", query).content.decode()
+    assert 'id="schedule-error-translated"' not in english
+    original = re.search(r'<p class="errornote" id="schedule-error">(.*?)</p>', english).group(1)
+    assert original.startswith("CronPattern: ")
+    client.post("/admin/language/", {"language": "zh-hans"})
+    page = html.unescape(client.get("/admin/plans/schedule-preview/", query).content.decode())
+    assert f'<span id="schedule-error-translated">{chinese}</span>' in page
+    assert f'<span id="schedule-error-original" lang="en">({html.unescape(original)})</span>' in page
 
 
 def test_the_admin_page_needs_staff(client, db):

@@ -12,10 +12,12 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
+from django.utils.formats import date_format
+from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 from django.utils.translation import gettext_lazy as _
 
-from xworkmate.admin import ReadOnlyMixin
+from xworkmate.admin import ReadOnlyMixin, clipped
 from xworkmate.auth import Caller
 from xworkmate.delivery.models import Attempt, Message
 from xworkmate.delivery.services import DeliveryError, channel_deduplicates, message_request_resend
@@ -28,6 +30,7 @@ RESENDABLE = (Message.UNKNOWN, Message.FAILED)
 class AttemptInline(ReadOnlyMixin, admin.TabularInline):  # type: ignore[type-arg]
     model = Attempt
     extra = 0
+    template = "admin/delivery/attempt_inline.html"
     fields = (
         "number",
         "channel",
@@ -48,11 +51,10 @@ class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):  # type: ignore[type-arg]
         "created_at",
         "purpose",
         "channel",
-        "target",
+        "short_target",
         "status",
         "attempt_count",
-        "next_attempt_at",
-        "sent_at",
+        "sent_or_next",
         "short_error",
     )
     list_display_links = ("created_at",)
@@ -80,6 +82,20 @@ class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):  # type: ignore[type-arg]
         "updated_at",
     )
     fields = readonly_fields
+
+    @admin.display(description=_("target session"), ordering="target")
+    def short_target(self, obj: Message) -> SafeString | str:
+        return clipped(obj.target)
+
+    # One column for the two times: a message is either sent or waiting for an
+    # attempt, never both, and the list must leave room for its status.
+    @admin.display(description=_("sent, or next attempt"))
+    def sent_or_next(self, obj: Message) -> str:
+        moment = obj.sent_at or obj.next_attempt_at
+        if moment is None:
+            return "—"
+        text = date_format(timezone.localtime(moment), "DATETIME_FORMAT")
+        return text if obj.sent_at else _("next: %(time)s") % {"time": text}
 
     @admin.display(description=_("last error"), ordering="last_error")
     def short_error(self, obj: Message) -> str:
