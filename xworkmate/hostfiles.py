@@ -129,11 +129,22 @@ def _remote(host: str, operation: str, arguments: Mapping[str, Any]) -> Any:
         answer = result.get(timeout=wait, propagate=False, disable_sync_subtasks=False)
     except ResultTimeout:
         raise HostUnavailableError(_away(host, queue, wait, _state(result))) from None
-    if not result.successful():
+    succeeded = result.successful()  # read before the answer is dropped from the store
+    _forget(result)
+    if not succeeded:
         # The operation failed on the host the way it would have failed here: a bug
         # or a broken disk, logged there with its traceback; here a server error.
         raise RuntimeError(f"file operation {operation} failed on host {host!r}: {answer!r}")
     return _unpack(answer)
+
+
+def _forget(result: Any) -> None:
+    """Drop the answer from the result store once read: an artifact's bytes must not sit
+    in Redis for the result's lifetime. Best effort; it expires anyway."""
+    try:
+        result.forget()
+    except Exception:
+        logger.debug("could not drop the answer of %s", result.id, exc_info=True)
 
 
 def _state(result: Any) -> str:

@@ -15,9 +15,11 @@ import json
 import time
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
+import redis
+from django.conf import settings as django_settings
 
 from gateway.models import SessionMapping, TaskRun
 from plans.files import plan_archive_ids, plan_file_read, plan_file_write
@@ -55,6 +57,11 @@ def _prepare(client: ApiClient, workspace: Path, run: str) -> Any:
     )
 
 
+def _answers(store: redis.Redis) -> set[bytes]:
+    """The answers Celery's Redis result store holds."""
+    return set(cast(list[bytes], store.keys("celery-task-meta-*")))
+
+
 def _wait_ready(log: Path) -> None:
     wait_for(lambda: "ready" in log.read_text(errors="replace"), timeout=60,
              what=f"the worker of {log.name} to be ready")
@@ -77,6 +84,8 @@ def test_each_roots_file_work_runs_on_its_hosts_worker_and_an_away_host_is_a_cle
     config = _config(ws_a, ws_b)
     processes = CeleryProcesses(tmp_path)
     logs = {host: tmp_path / f"files-{host}.log" for host in "ab"}
+    store = redis.Redis.from_url(django_settings.CELERY_BROKER_URL)
+    stored_before = _answers(store)  # an earlier run's, expiring
     try:
         for host in "ab":
             processes.start("worker", config, name=f"files-{host}", env={"XWORKMATE_HOST": host})
@@ -118,6 +127,10 @@ def test_each_roots_file_work_runs_on_its_hosts_worker_and_an_away_host_is_a_cle
             plan_file_write(ARCHIVE, EXPECTED_34.replace("Active", "Paused"))
         assert plan_file_read(ARCHIVE) == EXPECTED_34
         assert [_ran_on(logs[h], "plans.write") for h in "ab"] == [0, 2]
+
+        # Each answer was dropped from the result store once read (an artifact's bytes
+        # must not stay in Redis for an hour).
+        assert _answers(store) - stored_before == set()
 
         # Host b's worker stops: b's root answers 503 within the wait; a's keeps working.
         processes.procs[1].terminate()
