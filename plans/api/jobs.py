@@ -19,7 +19,7 @@ from plans.models import Entry
 from plans.services import entry_cancel, job_pause, job_resume, job_run_now, job_update
 from xworkmate.auth import TURN_HELP, caller_of
 from xworkmate.lib.errors import InputError
-from xworkmate.lib.jstext import check_max_length, js_trim
+from xworkmate.lib.jstext import NOT_BLANK_PATTERN, check_max_length, js_trim
 from xworkmate.openapi import api_error_responses
 
 
@@ -185,13 +185,23 @@ PLAN_UPDATE_SCHEMA = extend_schema(
         "message. The schedule and PLAN.md never change here: `enabled: false` pauses "
         "the job as `pause` does, `true` resumes it as `resume` does (D-C4)."
     ),
-    request=inline_serializer(
-        "PlanUpdateInput",
-        {
-            "name": serializers.CharField(required=False, max_length=JOB_NAME_MAX),
-            "enabled": serializers.BooleanField(required=False),
-        },
-    ),
+    # The body as plan_update_input takes it: one or both keys, nothing else.
+    request={
+        "application/json": {
+            "type": "object",
+            "additionalProperties": False,
+            "minProperties": 1,
+            "properties": {
+                "name": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": JOB_NAME_MAX,
+                    "pattern": NOT_BLANK_PATTERN,
+                },
+                "enabled": {"type": "boolean"},
+            },
+        }
+    },
     responses={200: _PlanOut, **api_error_responses({**_WRITE_ERRORS, 404: "Plan not found"})},
     tags=["plans"],
 )

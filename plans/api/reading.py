@@ -36,7 +36,7 @@ from plans.wire import cron_add_request, run_json
 from xworkmate.api_errors import error_body
 from xworkmate.auth import caller_of
 from xworkmate.openapi import api_error_responses
-from xworkmate.paging import page_of
+from xworkmate.paging import page_of, page_parameters
 
 
 class PlansListApi(_PlansView):
@@ -144,11 +144,15 @@ class PlanTimelineApi(_PlansView):
             "`more` says older ones exist. `download=1` answers it as a JSON file."
         ),
         parameters=[
-            OpenApiParameter("limit", int, description=f"1-{MAX_EVENTS}, default {DEFAULT_EVENTS}"),
+            *page_parameters(default=DEFAULT_EVENTS, maximum=MAX_EVENTS, offset=False),
             OpenApiParameter("download", str, enum=["1"], description="as a file download"),
         ],
-        responses={200: OpenApiResponse(description="{taskId, events, more}"),
-                   **api_error_responses(_READ_ERRORS)},
+        responses={
+            200: OpenApiResponse(description="{taskId, events, more}"),
+            **api_error_responses(
+                {**_READ_ERRORS, 400: ("Invalid query parameter `limit`", ("INVALID_REQUEST",))}
+            ),
+        },
         tags=["plans"],
     )
     def get(self, request: Request, task_id: str) -> Response:
