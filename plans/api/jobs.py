@@ -191,6 +191,8 @@ PLAN_UPDATE_SCHEMA = extend_schema(
             "type": "object",
             "additionalProperties": False,
             "minProperties": 1,
+            # One of the two at least: so the body itself is required.
+            "anyOf": [{"required": ["name"]}, {"required": ["enabled"]}],
             "properties": {
                 "name": {
                     "type": "string",

@@ -150,7 +150,13 @@ class PlanTimelineApi(_PlansView):
         responses={
             200: OpenApiResponse(description="{taskId, events, more}"),
             **api_error_responses(
-                {**_READ_ERRORS, 400: ("Invalid query parameter `limit`", ("INVALID_REQUEST",))}
+                {
+                    **_READ_ERRORS,
+                    400: (
+                        "Invalid query parameter `limit`, or `download` not 1",
+                        ("INVALID_REQUEST",),
+                    ),
+                }
             ),
         },
         tags=["plans"],
@@ -161,8 +167,11 @@ class PlanTimelineApi(_PlansView):
             request, default=DEFAULT_EVENTS, maximum=MAX_EVENTS, offset=False,
             refusal=str(_BAD_PAGE),
         )
+        download = request.query_params.get("download")
+        if download not in (None, "1"):
+            raise ValidationError({"download": "must be 1 (a file) or left out"})
         response = Response(plan_timeline(entry, job_of(entry), limit=page.limit))
-        if request.query_params.get("download") == "1":
+        if download == "1":
             response["Content-Disposition"] = (
                 f'attachment; filename="plan-{entry.task_id}-timeline.json"'
             )

@@ -76,6 +76,8 @@ def test_it_pages_to_the_newest_events_and_downloads_as_a_file(owner, scheduled)
     )
     assert _error(owner.get(f"/api/plans/{scheduled}/timeline?limit=0"), 400,
                   "INVALID_REQUEST") == "Invalid query parameter `limit`"
+    assert _error(owner.get(f"/api/plans/{scheduled}/timeline?download=yes"), 400,
+                  "INVALID_REQUEST") == "download: must be 1 (a file) or left out"
 
 
 def test_a_plan_not_yet_confirmed_has_its_revisions_only_and_outsiders_see_nothing(
