@@ -27,6 +27,13 @@ from plans.firetimes import (
     first_fire_at_or_after,
 )
 from plans.firetimes import schedule_kind as _kind
+from plans.requests import clarification_problems, is_schedule_request
+from plans.runtimeout import (
+    DEFAULT_RUN_TIMEOUT_MS,
+    RUN_TIMED_OUT,
+    run_timed_out,
+    timeout_seconds,
+)
 from plans.schedule import ScheduleError, compute_next_run_ms, parse_at_ms
 
 __all__ = [
@@ -184,56 +191,6 @@ def later_turn_problem(
     return None
 
 
-# --- the vague-request rule (§2.2) -------------------------------------------------------
-
-OTHER_LINE = "其他：[由用户补充]"
-_TRIGGERS = ("定时计划", "定时任务", "提醒", "自动化安排", "周期任务", "延迟任务", "cron")
-_BASELINE = re.compile(r"(预设)?基准方案|默认方案")
-# "A. …", "B、…", "1) …", "（2）…", "选项一：…" at the start of a line.
-_OPTION = re.compile(
-    r"\s*(?:[-*•]\s*)?(?:[（(]?(?:[A-Da-d]|[1-9]|[一二三四])[.、)）:：]|选项\s*[A-Da-d1-9一二三四])\s*\S"
-)
-
-
-def is_schedule_request(message: str) -> bool:
-    """Whether a user message opens the schedule-plan protocol (§2.3 transition 1)."""
-    text = message.casefold() if isinstance(message, str) else ""
-    return any(trigger in text for trigger in _TRIGGERS)
-
-
-def clarification_problems(reply: str) -> list[str]:
-    """What a reply to a vague request lacks (§2.2, F8); [] when it keeps the rule.
-
-    It must give one default baseline proposal (预设基准方案), 2-3 structured
-    options, and end with the literal line `其他：[由用户补充]`; an open question
-    alone is the "开放式命题作文" the skill forbids.
-    """
-    lines = [line.strip() for line in (reply or "").splitlines() if line.strip()]
-    problems: list[str] = []
-    options = [line for line in lines[:-1] if _OPTION.match(line) and OTHER_LINE not in line]
-    # Exactly one baseline (an option that names the baseline is still an option):
-    # two baselines leave the user choosing between proposals, which the rule forbids.
-    baselines = [line for line in lines if _BASELINE.search(line) and line not in options]
-    if not baselines:
-        problems.append("预设基准方案: the reply must give one default baseline proposal")
-    elif len(baselines) > 1:
-        problems.append(
-            "预设基准方案: the reply must give exactly one default baseline proposal "
-            f"(found {len(baselines)})"
-        )
-    if not 2 <= len(options) <= 3:
-        problems.append(
-            "2-3 个结构化选项: the reply must offer 2 to 3 structured options "
-            f"(found {len(options)})"
-        )
-    # The skill's line itself, nothing before or after it on that line ("最后追加").
-    if not lines or lines[-1] != OTHER_LINE:
-        problems.append(
-            f"最后追加 {OTHER_LINE}: the reply's last line must be exactly {OTHER_LINE}"
-        )
-    return problems
-
-
 # --- the job's shape (§4, D-C7) ----------------------------------------------------------
 
 
@@ -343,32 +300,6 @@ BACKOFF_MS = (30_000, 60_000, 300_000, 900_000, 3_600_000)
 STUCK_RUNNING_MS = 2 * 3_600_000
 # A cron job that succeeded runs again no sooner than this after it ended.
 _MIN_GAP_MS = 2_000
-# An agentTurn run without timeoutSeconds ends as an error after this (§8.5).
-DEFAULT_RUN_TIMEOUT_MS = 60 * 60_000
-RUN_TIMED_OUT = "cron: job execution timed out"
-
-
-def timeout_seconds(payload: Mapping[str, object]) -> int | None:
-    """A payload's `timeoutSeconds` as OpenClaw stores it (floored, >= 0), None if it is
-    not a number of seconds (a boolean is not)."""
-    value = payload.get("timeoutSeconds")
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
-        return None
-    if value < 0 or value > 10**9:
-        return None
-    return int(value)
-
-
-def run_timed_out(payload: Mapping[str, object], *, running_at_ms: int, now_ms: int) -> bool:
-    """Whether a run started at `running_at_ms` is past its execution timeout (§8.5):
-    `timeoutSeconds` when the payload has it (0: never), else 60 minutes."""
-    seconds = timeout_seconds(payload) if "timeoutSeconds" in payload else None
-    if seconds == 0:
-        return False
-    limit_ms = seconds * 1000 if seconds is not None else DEFAULT_RUN_TIMEOUT_MS
-    return now_ms - running_at_ms >= limit_ms
-
-
 def backoff_until_ms(*, ended_ms: int, consecutive_errors: int) -> int:
     """When a job's error backoff ends (D-C8): its last failed run's end plus the step
     for its consecutive errors (at least 1), capped at the last."""
