@@ -21,10 +21,8 @@ from django.utils import timezone
 from plans.firetimes import fire_times
 from plans.models import Job, Run
 from plans.services._common import _host_tz
-from tests.delivery.conftest import use_channels
 from tests.faults.receiver import Receiver
 from tests.integration.test_plans_real import PURPOSE, _confirm, _propose
-from xworkmate.config import DeliveryChannel
 
 # The every-plan: config allows down to plans.min_every (1 s), so 20 s stands in for a
 # minute; the cron plan is minute-granular and needs real minutes.
@@ -49,15 +47,7 @@ dispatch_grace = "2s"
 # A send begun without an answer is sent again soon (the webhook de-duplicates).
 unknown_cooldown = "6s"
 
-[delivery.routes]
-"{PURPOSE}" = "hook"
-
-[[delivery.channels]]
-name = "hook"
-kind = "webhook"
-url = "{receiver.url}"
-read_timeout = "10s"
-
+{receiver.channel_toml([PURPOSE], read_timeout="10s")}
 [[periodic_jobs]]
 name = "plans-tick"
 every = "1s"
@@ -74,8 +64,7 @@ every = "1s"
 
 def route_to(settings: Any, receiver: Receiver) -> None:
     """This process routes plan runs as the worker's config does (a forced run, if any)."""
-    use_channels(settings, DeliveryChannel(name="hook", kind="webhook", url=receiver.url),
-                 routes={PURPOSE: "hook"})
+    receiver.route_here(settings, [PURPOSE])
 
 
 def confirmed_job(schedule: dict[str, Any]) -> Job:

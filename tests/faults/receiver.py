@@ -15,9 +15,13 @@ import time
 import urllib.error
 import urllib.request
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
+from tests.delivery.conftest import use_channels
 from tests.support.ports import free_port
+from xworkmate.config import DeliveryChannel
 
 _SERVER = r"""
 import json, sys, threading, time
@@ -82,6 +86,26 @@ class Receiver:
             except (urllib.error.URLError, OSError):
                 time.sleep(0.1)
         raise RuntimeError("the receiver did not start")
+
+    def channel_toml(self, purposes: Iterable[str], *, read_timeout: str) -> str:
+        """The worker's config routing `purposes` to this receiver, as channel "hook".
+
+        Its own TOML tables, so a test's config can put it after any section.
+        """
+        routes = "".join(f'"{purpose}" = "hook"\n' for purpose in purposes)
+        return (
+            f"[delivery.routes]\n{routes}\n"
+            f'[[delivery.channels]]\nname = "hook"\nkind = "webhook"\n'
+            f'url = "{self.url}"\nread_timeout = "{read_timeout}"\n'
+        )
+
+    def route_here(self, settings: Any, purposes: Iterable[str]) -> None:
+        """This process routes `purposes` as the worker's config does: to this receiver.
+
+        What the test process enqueues (or forces) must go where the worker sends.
+        """
+        use_channels(settings, DeliveryChannel(name="hook", kind="webhook", url=self.url),
+                     routes={purpose: "hook" for purpose in purposes})
 
     def requests(self) -> list[dict[str, object]]:
         lines = self.log.read_text(encoding="utf-8").splitlines()

@@ -31,12 +31,10 @@ from django.utils import timezone
 from longrun._rows import RECOVERY_PURPOSE, RESUME_PURPOSE, _task_id_of
 from longrun.models import LongTask, TaskEvent
 from longrun.policies.timing import whole_second
-from tests.delivery.conftest import use_channels
 from tests.faults.kill import KILLS, kill_9, outbox_snapshot
 from tests.faults.receiver import Receiver
 from tests.integration.conftest import CeleryProcesses, clear_broker, wait_for
 from tests.longrun.conftest import task_set
-from xworkmate.config import DeliveryChannel
 from xworkmate.delivery.models import Message
 from xworkmate.models import PeriodicJobState
 
@@ -45,7 +43,7 @@ PURPOSES = (RESUME_PURPOSE, RECOVERY_PURPOSE)
 MONITORS = ("longrun-keepalive", "longrun-watchdog")
 
 
-def _config(url: str) -> str:
+def _config(receiver: Receiver) -> str:
     return f"""
 [delivery]
 dispatch_grace = "2s"
@@ -59,16 +57,7 @@ stale = "8760h"
 # Begun-without-answer messages are sent again (the webhook de-duplicates) soon.
 unknown_cooldown = "6s"
 
-[delivery.routes]
-"longrun.resume" = "hook"
-"longrun.recovery" = "hook"
-
-[[delivery.channels]]
-name = "hook"
-kind = "webhook"
-url = "{url}"
-read_timeout = "5s"
-
+{receiver.channel_toml(PURPOSES, read_timeout="5s")}
 # The two monitors under test, often; a run over 300 tasks takes a second or more,
 # so every 2s leaves the pool room for the sends.
 [[periodic_jobs]]
@@ -174,8 +163,7 @@ def test_kill_9_mid_keepalive_and_watchdog_queues_each_resume_and_recovery_once(
 ):
     clear_broker()
     receiver = Receiver(tmp_path, delay=0.02)
-    use_channels(settings, DeliveryChannel(name="hook", kind="webhook", url=receiver.url),
-                 routes={purpose: "hook" for purpose in PURPOSES})
+    receiver.route_here(settings, PURPOSES)
     # Last active an hour ago (idle: resume), checkpoint "30m" after that (recovery).
     hour_ago = timezone.now() - timedelta(hours=1)
     for n in range(TASKS):
@@ -183,7 +171,7 @@ def test_kill_9_mid_keepalive_and_watchdog_queues_each_resume_and_recovery_once(
     tasks = set(LongTask.objects.values_list("pk", flat=True))
     assert len(tasks) == TASKS
     processes = CeleryProcesses(tmp_path)
-    config = _config(receiver.url)
+    config = _config(receiver)
     try:
         worker = processes.start("worker", config, name="worker-1")
         processes.start("beat", config)

@@ -21,18 +21,16 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
-from tests.delivery.conftest import use_channels
 from tests.faults.kill import KILLS, kill_9, outbox_snapshot
 from tests.faults.receiver import Receiver
 from tests.integration.conftest import CeleryProcesses, clear_broker, wait_for
-from xworkmate.config import DeliveryChannel
 from xworkmate.delivery.models import Message
 from xworkmate.delivery.services import outbox_enqueue
 
 MESSAGES = 240
 
 
-def _config(url: str) -> str:
+def _config(receiver: Receiver) -> str:
     return f"""
 [delivery]
 batch_size = 120
@@ -43,15 +41,7 @@ dispatch_grace = "2s"
 # Begun-without-answer messages are sent again (the webhook de-duplicates) soon.
 unknown_cooldown = "6s"
 
-[delivery.routes]
-"longrun.progress" = "hook"
-
-[[delivery.channels]]
-name = "hook"
-kind = "webhook"
-url = "{url}"
-read_timeout = "5s"
-
+{receiver.channel_toml(["longrun.progress"], read_timeout="5s")}
 [[periodic_jobs]]
 name = "delivery-dispatch"
 every = "1s"
@@ -64,11 +54,9 @@ def test_kill_9_the_worker_mid_batch_loses_nothing_and_doubles_only_begun_sends(
 ):
     clear_broker()
     receiver = Receiver(tmp_path, delay=0.04)
-    # This process enqueues as the worker's config routes: to the receiver.
-    use_channels(settings, DeliveryChannel(name="hook", kind="webhook", url=receiver.url),
-                 routes={"longrun.progress": "hook"})
+    receiver.route_here(settings, ["longrun.progress"])
     processes = CeleryProcesses(tmp_path)
-    config = _config(receiver.url)
+    config = _config(receiver)
     try:
         worker = processes.start("worker", config, name="worker-1")
         processes.start("beat", config)
