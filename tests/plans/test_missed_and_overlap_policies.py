@@ -1,8 +1,7 @@
 """A job's missed-run policy (D-C23) and overlap policy (D-C24), driven through the API.
 
 Each plan is proposed and confirmed over the REST API with its policies, the
-scheduler is ticked at chosen moments (`manage.py plans tick --now` or the tick
-itself), runs end through the outbox's answer, and what happened to every fire
+scheduler is ticked at chosen moments (`manage.py plans tick --now`), runs end through the outbox's answer, and what happened to every fire
 time is read back from the plan's timeline (`GET /api/plans/<id>/timeline`).
 """
 
@@ -20,7 +19,6 @@ from django.test import Client
 
 from plans.models import Entry, Job, Revision, Run
 from plans.runpolicy import MAX_CONCURRENT_RUNS
-from plans.scheduler import scheduler_tick
 from plans.services import run_record_delivery
 from tests.conftest import ApiClient
 from tests.plans.test_plans_api import BODY, _error
@@ -68,7 +66,7 @@ def _end(fire: datetime, at: datetime) -> None:
     run_record_delivery(message, Outcome.SENT, True)
 
 
-def _fires(owner: ApiClient, task: str, first: datetime, step: timedelta) -> list[tuple]:
+def _fires(owner: ApiClient, task: str, first: datetime, step: timedelta) -> list[tuple[int, str, str]]:
     """The timeline's fire times as (step number, outcome, reason), oldest first."""
     answer = owner.get(f"/api/plans/{task}/timeline")
     assert answer.status_code == 200, answer.json()
