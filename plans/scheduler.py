@@ -73,6 +73,11 @@ def scheduler_tick(*, now: datetime, limit: int = TICK_BATCH) -> TickReport:
         if job.running_at_ms is not None and now_ms - job.running_at_ms > STUCK_RUNNING_MS:
             _clear_stuck(job, now=now)  # which may start a fire time waiting to run
             counts["cleared"] += 1
+            if job.next_run_at is None or job.next_run_at > now:
+                # The run's end gave the fire times it held up their rows and moved the
+                # job to its next one, which is not due yet: starting it now would run
+                # a fire time hours early.
+                return
         if job.running_at_ms is not None and (
             job.overlap != OVERLAP_ALLOW or runs_out(job) >= MAX_CONCURRENT_RUNS
         ):
