@@ -120,11 +120,14 @@ def scheduler_tick(*, now: datetime, limit: int = TICK_BATCH) -> TickReport:
         # The job moves on to its first fire time after now; run-all's older ones within
         # the lateness wait their turn, each run when the one before it ends (D-C23).
         job.next_run_at = _from_ms(plan.next_ms) if plan.next_ms else None
-        job.waiting_fire_ms = sorted({*(job.waiting_fire_ms or ()), *plan.waiting_ms})
-        job.save(update_fields=["next_run_at", "waiting_fire_ms"])
+        if plan.waiting_ms:
+            job.waiting_fire_ms = sorted({*(job.waiting_fire_ms or ()), *plan.waiting_ms})
         if plan.run_ms is not None:
+            # One UPDATE of the job either way: the run's start saves what changed here.
             _start_run(job, fire_at_ms=plan.run_ms, forced=False, now=now, advance=False)
             tally["started"] += 1
+        else:
+            job.save(update_fields=["next_run_at", "waiting_fire_ms"])
         if job.schedule_error_count:  # computed again: the errors were not in a row
             Job.objects.filter(pk=job.pk).update(schedule_error_count=0)
 

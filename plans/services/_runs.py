@@ -97,7 +97,8 @@ def _start_run(
             job.schedule, fire_at_ms=fire_at_ms, host_tz=_host_tz(), job_id=job.job_id
         )
         job.next_run_at = _from_ms(following) if following is not None else None
-    job.save(update_fields=["running_at_ms", "next_run_at"])
+    # waiting_fire_ms: the tick's catch-up may have queued fire times behind it (D-C23).
+    job.save(update_fields=["running_at_ms", "next_run_at", "waiting_fire_ms"])
     run_task_record(run, job, now=now)  # every execution has a task record (§8.8)
     return run
 

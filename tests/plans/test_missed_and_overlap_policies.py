@@ -312,3 +312,39 @@ def test_the_review_page_shows_both_policies_next_to_the_fire_times(owner, works
     zh_policies = zh[zh.index('id="run-policies"'):zh.index('id="fire-times"')]
     assert "在最大延迟内按顺序逐个补跑" in zh_policies and "最多延迟 7200 秒" in zh_policies
     assert "允许并行执行" in zh_policies and "allow a concurrent run" not in zh_policies
+
+
+def test_under_allow_each_run_keeps_its_own_execution_timeout(owner, workspace, allowed):
+    # D-C22 with D-C24: the 60-minute timeout ends the oldest run; the one beside it,
+    # started a minute later, is still within its own hour.
+    task = _every_minute(owner, overlap="allow")
+    _tick(FIRST_FIRE + timedelta(seconds=5))
+    _tick(FIRST_FIRE + MINUTE + timedelta(seconds=5))
+    job = Job.objects.get(entry__task_id=task)
+    # Later fire times are not this test's business: pause the grid past the hour.
+    Job.objects.filter(pk=job.pk).update(next_run_at=FIRST_FIRE + 2 * timedelta(hours=1))
+    assert "ended 1 timed-out run(s)" in _tick(FIRST_FIRE + timedelta(minutes=60, seconds=30))
+    ended = Run.objects.get(fire_at_ms=int(FIRST_FIRE.timestamp() * 1000))
+    assert (ended.status, ended.error) == (Run.ERROR, "cron: job execution timed out")
+    still = Run.objects.get(status=Run.RUNNING)
+    assert still.fire_at_ms == int((FIRST_FIRE + MINUTE).timestamp() * 1000)
+    job.refresh_from_db()
+    assert job.running_at_ms == still.run_at_ms
+    assert "ended 1 timed-out run(s)" in _tick(FIRST_FIRE + timedelta(minutes=61, seconds=30))
+    job.refresh_from_db()
+    assert job.running_at_ms is None and not Run.objects.filter(status=Run.RUNNING).exists()
+
+
+def test_a_revision_with_a_bad_policy_is_refused_and_leaves_the_plan_as_it_was(owner, workspace):
+    task = _propose_and_confirm(owner, overlap="buffer")
+    plan_md = workspace / "archives" / "chat-1" / "PLAN.md"
+    before = plan_md.read_text(encoding="utf-8")
+    with time_machine.travel(WRITTEN + timedelta(minutes=5), tick=False):
+        refused = owner.post(f"/api/plans/{task}/revise", {
+            "turnId": "run-3", "missed": "run-all", "steps": ["每天 09:00 全部补跑"],
+        })
+    assert _error(refused, 400, "INVALID_REQUEST").startswith(
+        'maxLatenessSeconds: required with missed "run-all"')
+    assert plan_md.read_text(encoding="utf-8") == before and Revision.objects.count() == 1
+    entry = Entry.objects.get(task_id=task)
+    assert (entry.missed, entry.overlap, entry.state) == ("run-latest", "buffer", Entry.SCHEDULED)
