@@ -98,7 +98,8 @@ def _seed(total: int, due: int) -> None:
         )
         confirmations = Confirmation.objects.bulk_create(
             Confirmation(entry=entry, revision=entry.revision, revision_sha256="0" * 64,
-                         revision_turn_id="turn-1", how="api", turn_id="turn-2", message="确认")
+                         revision_turn_id="turn-1", how="api", turn_id="turn-2", message="确认",
+                         revision_number=1, revision_author_known=True)
             for entry in entries
         )
         Job.objects.bulk_create(

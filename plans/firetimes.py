@@ -1,9 +1,9 @@
 """The fire times of a job's schedule: which passed in a span, and which comes next.
 
 Pure (D-K2, D-K18): callers pass the schedule, the times and the host's zone. Catch-up
-after downtime (D-C10), the skips while a run is still out (D-C20) and those during an
-error backoff (D-C21) all walk the same grid, so missed and skipped rows never mix two
-grids.
+after downtime (D-C10, D-C23: plans/runpolicy.py), the fire times that come while a run
+is still out (D-C20, D-C24) and those during an error backoff (D-C21) all walk the same
+grid, so missed and skipped rows never mix two grids.
 """
 
 from __future__ import annotations
@@ -49,40 +49,6 @@ def fire_times(
             more += 1
         passed.append(cursor)
     return FireTimes(tuple(passed), more, cursor)
-
-
-@dataclass(frozen=True)
-class CatchUp:
-    run_ms: int | None  # the fire time to run now, if any
-    missed_ms: tuple[int, ...]  # fire times recorded as missed (at most MAX_MISSED_RECORDED)
-    missed_more: int  # missed fire times beyond those, counted in the last row
-    next_ms: int | None  # the first fire time after now (what the job waits for next)
-
-
-def catch_up(
-    schedule: Mapping[str, object],
-    *,
-    due_ms: int,
-    now_ms: int,
-    host_tz: str,
-    job_id: str,
-    policy: str,
-) -> CatchUp:
-    """What a tick does with a job due since `due_ms` (D-C10).
-
-    When more than one fire time has passed (the service was down), none is
-    skipped silently: by default (`run-latest`) the newest runs once and the
-    older ones are recorded as missed; `skip` records them all and runs none.
-    A one-shot has a single fire time, which runs once however late.
-    """
-    if schedule_kind(schedule) == "at":
-        return CatchUp(due_ms, (), 0, None)
-    span = fire_times(schedule, due_ms=due_ms, to_ms=max(now_ms, due_ms), host_tz=host_tz,
-                      job_id=job_id)
-    passed = span.times
-    if policy == "skip" and len(passed) > 1:
-        return CatchUp(None, passed, span.more, span.next_ms)
-    return CatchUp(passed[-1], passed[:-1], span.more, span.next_ms)
 
 
 def fires_after(

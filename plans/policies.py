@@ -18,9 +18,7 @@ from urllib.parse import urlsplit
 # their own module; the names stay importable from here.
 from plans.firetimes import (
     MAX_MISSED_RECORDED,
-    CatchUp,
     FireTimes,
-    catch_up,
     fire_times,
     fire_times_between,
     fires_after,
@@ -28,6 +26,7 @@ from plans.firetimes import (
 )
 from plans.firetimes import schedule_kind as _kind
 from plans.requests import clarification_problems, is_schedule_request
+from plans.runpolicy import CatchUp, catch_up
 from plans.runtimeout import (
     DEFAULT_RUN_TIMEOUT_MS,
     RUN_TIMED_OUT,

@@ -5,13 +5,15 @@ lock, then each is claimed in a transaction of its own, through the "due"
 queryset, so the decision is taken again on the locked row and a job another
 tick holds is skipped. A job whose run marker is older than 2 h is freed
 (§8.5); fire times passed while the service was down are caught up by the
-job's policy (D-C10), those passed in an error backoff are skipped (D-C21); one
-bad job does not stop the others.
+job's missed-run policy (D-C10, D-C23), those passed in an error backoff are skipped
+(D-C21), and those that come while a run is out follow its overlap policy (D-C20,
+D-C24); one bad job does not stop the others.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -20,14 +22,15 @@ from django.db.models import QuerySet
 
 from plans.models import Job, Run
 from plans.policies import RUN_TIMED_OUT, STUCK_RUNNING_MS, catch_up, run_timed_out
+from plans.runpolicy import MAX_CONCURRENT_RUNS, OVERLAP_ALLOW
 from plans.schedule import ScheduleError
-from plans.services._common import _from_ms, _host_tz, _ms
+from plans.services._common import _from_ms, _host_tz, _ms, record_fire_times
 from plans.services._runs import (
     _finish,
     _start_run,
-    record_fire_times,
+    overlapping_fire_times,
+    runs_out,
     skip_in_backoff,
-    skip_while_running,
 )
 from xworkmate.claims import claim_and_handle, claim_row
 
@@ -49,17 +52,6 @@ class TickReport:
     timed_out: int = 0
 
 
-def _record_missed(job: Job, fire_times: tuple[int, ...], more: int, *, now: datetime) -> int:
-    return record_fire_times(
-        job,
-        fire_times,
-        more,
-        status=Run.MISSED,
-        note="missed: the scheduler was not running at this fire time",
-        now=now,
-    )
-
-
 def _due(now: datetime) -> QuerySet[Job]:
     # Only due rows are read (the partial index on next_run_at).
     return Job.objects.filter(enabled=True, next_run_at__lte=now)
@@ -78,14 +70,22 @@ def scheduler_tick(*, now: datetime, limit: int = TICK_BATCH) -> TickReport:
     candidates = list(_due(now).order_by("next_run_at").values_list("pk", "job_id")[:limit])
 
     def handle(job: Job) -> None:
-        if job.running_at_ms is not None:
-            if now_ms - job.running_at_ms <= STUCK_RUNNING_MS:
-                # Its previous run is still out: these fire times are skipped, each
-                # with a row that says so (D-C20), and the job waits for the next.
-                counts["skipped"] += skip_while_running(job, up_to=now, now=now)
-                return
-            _clear_stuck(job, now=now)
+        if job.running_at_ms is not None and now_ms - job.running_at_ms > STUCK_RUNNING_MS:
+            _clear_stuck(job, now=now)  # which may start a fire time waiting to run
             counts["cleared"] += 1
+            if job.next_run_at is None or job.next_run_at > now:
+                # The run's end gave the fire times it held up their rows and moved the
+                # job to its next one, which is not due yet: starting it now would run
+                # a fire time hours early.
+                return
+        if job.running_at_ms is not None and (
+            job.overlap != OVERLAP_ALLOW or runs_out(job) >= MAX_CONCURRENT_RUNS
+        ):
+            # Its previous run is still out: these fire times are skipped or one is
+            # buffered, each with a row that says so (D-C20, D-C24), and the job waits
+            # for the next; under allow a run starts beside it (below).
+            counts["skipped"] += overlapping_fire_times(job, up_to=now, now=now)
+            return
         tally = dict.fromkeys(counts, 0)  # this job's part, kept only if it is done
         try:
             # A savepoint: a schedule that cannot be computed leaves no row of this
@@ -111,14 +111,23 @@ def scheduler_tick(*, now: datetime, limit: int = TICK_BATCH) -> TickReport:
             host_tz=_host_tz(),
             job_id=job.job_id,
             policy=job.missed,
+            max_lateness_seconds=job.max_lateness_seconds,
         )
-        tally["missed"] += _record_missed(job, plan.missed_ms, plan.missed_more, now=now)
+        tally["missed"] += record_fire_times(job, plan.missed_ms, plan.missed_more,
+                                             status=Run.MISSED, note=plan.missed_note, now=now)
+        tally["missed"] += record_fire_times(job, plan.late_ms, 0, status=Run.MISSED,
+                                             note=plan.late_note, now=now)
+        # The job moves on to its first fire time after now; run-all's older ones within
+        # the lateness wait their turn, each run when the one before it ends (D-C23).
+        job.next_run_at = _from_ms(plan.next_ms) if plan.next_ms else None
+        if plan.waiting_ms:
+            job.waiting_fire_ms = sorted({*(job.waiting_fire_ms or ()), *plan.waiting_ms})
         if plan.run_ms is not None:
-            _start_run(job, fire_at_ms=plan.run_ms, forced=False, now=now)
+            # One UPDATE of the job either way: the run's start saves what changed here.
+            _start_run(job, fire_at_ms=plan.run_ms, forced=False, now=now, advance=False)
             tally["started"] += 1
         else:
-            job.next_run_at = _from_ms(plan.next_ms) if plan.next_ms else None
-            job.save(update_fields=["next_run_at"])
+            job.save(update_fields=["next_run_at", "waiting_fire_ms"])
         if job.schedule_error_count:  # computed again: the errors were not in a row
             Job.objects.filter(pk=job.pk).update(schedule_error_count=0)
 
@@ -155,19 +164,28 @@ def _schedule_failed(job: Job, exc: ScheduleError, *, now: datetime) -> None:
 
 def _clear_stuck(job: Job, *, now: datetime) -> None:
     logger.warning("cron: clearing stuck running marker of job %s", job.job_id)
-    _end_running(job, error="cron: clearing stuck running marker", now=now)
+    now_ms = _ms(now)
+    _end_running(
+        job, error="cron: clearing stuck running marker", now=now,
+        ends=lambda started_ms: now_ms - started_ms > STUCK_RUNNING_MS,
+    )
 
 
-def _end_running(job: Job, *, error: str, now: datetime) -> int:
-    """End the job's runs still out as errors with `error` and clear its marker. The
-    run's message, if still queued, may yet be delivered: its answer no longer changes
-    the run (a finished run stays as it ended)."""
+def _end_running(
+    job: Job, *, error: str, now: datetime, ends: Callable[[int], bool]
+) -> int:
+    """End the job's runs still out whose start `ends` judges over, as errors with
+    `error`; each end moves the job's marker to the runs left (overlap allow, D-C24).
+    The run's message, if still queued, may yet be delivered: its answer no longer
+    changes the run (a finished run stays as it ended)."""
     ended = 0
     for run in Run.objects.select_for_update().filter(job=job, status=Run.RUNNING):
-        _finish(run, job, status=Run.ERROR, error=error, now=now)
-        ended += 1
-    job.running_at_ms = None
-    job.save(update_fields=["running_at_ms"])
+        if run.run_at_ms is None or ends(run.run_at_ms):
+            _finish(run, job, status=Run.ERROR, error=error, now=now)
+            ended += 1
+    if not Run.objects.filter(job=job, status=Run.RUNNING).exists() and job.running_at_ms:
+        job.running_at_ms = None  # a marker without a run: nothing is out
+        job.save(update_fields=["running_at_ms"])
     return ended
 
 
@@ -200,7 +218,8 @@ def _time_out_runs(now: datetime) -> int:
         nonlocal ended
         if timed_out(job.payload, job.running_at_ms):
             logger.warning("plans: job %s: %s", job.job_id, RUN_TIMED_OUT)
-            ended += _end_running(job, error=RUN_TIMED_OUT, now=now)
+            ended += _end_running(job, error=RUN_TIMED_OUT, now=now,
+                                  ends=lambda started_ms: timed_out(job.payload, started_ms))
 
     def failed(candidate: tuple[int, str], exc: Exception) -> None:
         logger.error("plans: job %s: its timed-out run could not be ended", candidate[1],

@@ -11,6 +11,7 @@ from typing import Any
 from plans.models import Entry, Job, Run
 from plans.planfile import plan_path
 from plans.policies import DELIVERY, display_status, first_instruction
+from plans.runpolicy import MISSED_RUN_LATEST, OVERLAP_SKIP
 from plans.services import stored_schedule
 from xworkmate.lib.jstime import ms_to_iso, wire_time
 
@@ -59,9 +60,22 @@ def job_json(job: Job) -> dict[str, Any]:
             "wakeMode": job.wake_mode,
             "payload": job.payload,
             "delivery": job.delivery,
+            **_run_policies(job),
             "state": state,
         }
     )
+
+
+def _run_policies(job: Job) -> dict[str, Any]:
+    """The confirmed run policies (D-C23, D-C24), only where they are not the defaults:
+    OpenClaw's CronJob has no such fields, so a job on the defaults reads as before."""
+    policies: dict[str, Any] = {}
+    if job.missed != MISSED_RUN_LATEST:
+        policies["missed"] = job.missed
+        policies["maxLatenessSeconds"] = job.max_lateness_seconds
+    if job.overlap != OVERLAP_SKIP:
+        policies["overlap"] = job.overlap
+    return policies
 
 
 def proposed_job(entry: Entry, *, now_ms: int) -> dict[str, Any]:
@@ -169,7 +183,10 @@ def entry_json(entry: Entry, job: Job | None, *, review_url: str) -> dict[str, A
             "awaitingConfirmation": entry.state == Entry.AWAITING,
             "schedule": entry.schedule,
             "message": entry.message,
+            # The run policies of this revision (D-C23, D-C24): what a confirmation sets.
             "missed": entry.missed,
+            "maxLatenessSeconds": entry.max_lateness_seconds,
+            "overlap": entry.overlap,
             "reviewUrl": review_url,
             "displayStatus": {"code": code, "label": label} if label else None,
             "job": job_json(job) if job is not None else None,

@@ -51,6 +51,8 @@ class EntryAdmin(ActionPageMixin, admin.ModelAdmin):  # type: ignore[type-arg]
         "schedule",
         "message",
         "missed",
+        "max_lateness_seconds",
+        "overlap",
         "blocked_reason",
         "created_at",
         "updated_at",

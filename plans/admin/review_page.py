@@ -135,7 +135,20 @@ def _schedule_context(
         "schedule_json": _pretty(schedule),
         "fire_times": times,
         "plan_zone": zone_name,
+        "policies_changed": _policies_changed(entry, job),
     }
+
+
+def _policies_changed(entry: Entry, job: Job | None) -> str:
+    """The job's run policies where this revision proposes others (D-C23, D-C24): the
+    job keeps its own until the revision is confirmed (D-C3)."""
+    if job is None or job.removed_at is not None:
+        return ""
+    job_policies = (job.missed, job.max_lateness_seconds, job.overlap)
+    if job_policies == (entry.missed, entry.max_lateness_seconds, entry.overlap):
+        return ""
+    lateness = f" ({job.max_lateness_seconds} s)" if job.max_lateness_seconds else ""
+    return f"missed {job.missed}{lateness}, overlap {job.overlap}"
 
 
 def _runs_context(job: Job | None, *, plan: Plan) -> dict[str, Any]:

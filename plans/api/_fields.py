@@ -11,6 +11,7 @@ from rest_framework.exceptions import ValidationError
 
 from plans.conf import plans_conf
 from plans.models import Entry
+from plans.runpolicy import MISSED_POLICIES, OVERLAP_POLICIES
 from plans.schedule.schema import STRIPPED_CLASS, schedule_schema
 from xworkmate.api_fields import StrictCharField
 
@@ -93,6 +94,11 @@ _PLAN_SCHEMA = {
         "confirmedRevision": {"type": "integer"},
         "awaitingConfirmation": {"type": "boolean"},
         "schedule": {"type": "object"},
+        # The run policies of the current revision (D-C23, D-C24); the job's own are in
+        # `job` when they are not the defaults.
+        "missed": {"type": "string", "enum": list(MISSED_POLICIES)},
+        "maxLatenessSeconds": {"type": "integer"},
+        "overlap": {"type": "string", "enum": list(OVERLAP_POLICIES)},
         "job": {"type": "object"},
         "reviewUrl": {"type": "string"},
     },

@@ -22,10 +22,24 @@ from plans.api._fields import (
     _ScheduleField,
     _TextField,
 )
+from plans.runpolicy import (
+    MAX_LATENESS_SECONDS,
+    MIN_LATENESS_SECONDS,
+    MISSED_POLICIES,
+    OVERLAP_POLICIES,
+)
 from plans.services import Proposal, entry_revise, plan_propose
+from xworkmate.api_fields import StrictIntegerField
 from xworkmate.auth import TURN_HELP, caller_of
 from xworkmate.lib.jstext import KEY_MAX_LENGTH
 from xworkmate.openapi import api_error_responses
+
+
+def _choice_error(choices: tuple[str, ...]) -> str:
+    # DRF says only "not a valid choice"; the rule names the choices (the input is
+    # DRF's own {input} placeholder).
+    allowed = ", ".join(f'"{name}"' for name in choices)
+    return f'must be one of {allowed} (got "{{input}}")'
 
 
 class _ProposalFields(serializers.Serializer[Any]):
@@ -48,11 +62,27 @@ class _ProposalFields(serializers.Serializer[Any]):
         help_text="the job message; it must start with the first instruction (default: "
         "the instruction alone); on propose, {{TASK_UUID}} stands for the new Task_ID",
     )
+    # The run policies (D-C23, D-C24); the service checks them with the rule they break.
     missed = serializers.ChoiceField(
-        choices=["run-latest", "skip"],
+        choices=list(MISSED_POLICIES),
         required=False,
-        help_text="fire times missed while the service was down: run the newest once "
-        "(default) or skip them; both are recorded",
+        error_messages={"invalid_choice": _choice_error(MISSED_POLICIES)},
+        help_text="fire times missed while the service was down: run-latest runs the newest "
+        "once (default), skip runs none that is late, run-all runs each no older than "
+        "maxLatenessSeconds, oldest first; every one that does not run is recorded",
+    )
+    maxLatenessSeconds = StrictIntegerField(
+        required=False,
+        help_text=f'with missed "run-all" (and only then): how late, in seconds '
+        f"({MIN_LATENESS_SECONDS}-{MAX_LATENESS_SECONDS}), a missed fire time may still run",
+    )
+    overlap = serializers.ChoiceField(
+        choices=list(OVERLAP_POLICIES),
+        required=False,
+        error_messages={"invalid_choice": _choice_error(OVERLAP_POLICIES)},
+        help_text="a fire time that comes while the previous run is still out: skip it "
+        "(default), buffer one to run when the run ends, or allow a run beside it; every "
+        "skip is recorded",
     )
     turnId = _TextField(required=False, max_length=200, help_text=TURN_HELP)
     job = _JobField(
@@ -72,6 +102,8 @@ def _proposal_values(data: dict[str, Any]) -> dict[str, Any]:
         "schedule": "schedule",
         "message": "message",
         "missed": "missed",
+        "maxLatenessSeconds": "max_lateness_seconds",
+        "overlap": "overlap",
         "job": "job",
     }
     values = {names[k]: v for k, v in data.items() if k in names}

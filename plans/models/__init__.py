@@ -16,8 +16,7 @@ from __future__ import annotations
 from plans.models._common import (
     ID_MAX_LENGTH,
     MISSED_POLICIES,
-    MISSED_RUN_LATEST,
-    MISSED_SKIP,
+    OVERLAP_POLICIES,
     SHA256_LENGTH,
 )
 from plans.models.gate import ChangeRequest, Confirmation
@@ -27,8 +26,7 @@ from plans.models.plan import Entry, Plan, Revision, Turn
 __all__ = [
     "ID_MAX_LENGTH",
     "MISSED_POLICIES",
-    "MISSED_RUN_LATEST",
-    "MISSED_SKIP",
+    "OVERLAP_POLICIES",
     "SHA256_LENGTH",
     "ChangeRequest",
     "Confirmation",

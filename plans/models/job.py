@@ -8,9 +8,10 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
-from plans.models._common import ID_MAX_LENGTH, MISSED_POLICIES, MISSED_RUN_LATEST
+from plans.models._common import ID_MAX_LENGTH, MISSED_POLICIES, OVERLAP_POLICIES
 from plans.models.gate import Confirmation
 from plans.models.plan import Entry, Revision
+from plans.runpolicy import MISSED_RUN_LATEST, OVERLAP_SKIP
 from xworkmate.lib.jstext import KEY_MAX_LENGTH
 
 
@@ -44,6 +45,18 @@ class Job(models.Model):
     missed = models.CharField(
         _("missed fire times"), max_length=16, choices=MISSED_POLICIES, default=MISSED_RUN_LATEST
     )
+    # The run policies of the confirmed revision (D-C23, D-C24), copied from its entry.
+    max_lateness_seconds = models.PositiveIntegerField(
+        _("maximum lateness (s)"), null=True, blank=True
+    )
+    overlap = models.CharField(
+        _("overlapping fire times"), max_length=16, choices=OVERLAP_POLICIES,
+        default=OVERLAP_SKIP,
+    )
+    # Fire times that wait to run once no run is out, oldest first: run-all's catch-up
+    # (D-C23) and the one an overlap buffer keeps (D-C24).
+    waiting_fire_ms = models.JSONField(_("catch-up fire times waiting"), default=list, blank=True)
+    buffered_fire_ms = models.BigIntegerField(_("buffered fire time"), null=True, blank=True)
     # A cancelled job, or a one-shot that succeeded, leaves the schedule but keeps
     # its row and runs (OpenClaw deletes it; its history is worth more here).
     removed_at = models.DateTimeField(_("removed at"), null=True, blank=True)

@@ -7,7 +7,8 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from plans.models._common import ID_MAX_LENGTH, MISSED_POLICIES, MISSED_RUN_LATEST, SHA256_LENGTH
+from plans.models._common import ID_MAX_LENGTH, MISSED_POLICIES, OVERLAP_POLICIES, SHA256_LENGTH
+from plans.runpolicy import MISSED_RUN_LATEST, OVERLAP_SKIP
 from xworkmate.lib.jstext import KEY_MAX_LENGTH
 
 
@@ -120,6 +121,14 @@ class Entry(models.Model):
     message = models.TextField(_("proposed message"), blank=True)
     missed = models.CharField(
         _("missed fire times"), max_length=16, choices=MISSED_POLICIES, default=MISSED_RUN_LATEST
+    )
+    # run-all's maximum lateness in seconds (D-C23); None for the other policies.
+    max_lateness_seconds = models.PositiveIntegerField(
+        _("maximum lateness (s)"), null=True, blank=True
+    )
+    overlap = models.CharField(
+        _("overlapping fire times"), max_length=16, choices=OVERLAP_POLICIES,
+        default=OVERLAP_SKIP,
     )
     # The job payload's timeoutSeconds as proposed (§8.5); None: the 60-minute default.
     timeout_seconds = models.PositiveIntegerField(_("timeoutSeconds"), null=True, blank=True)

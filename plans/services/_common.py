@@ -12,7 +12,7 @@ import uuid
 from datetime import UTC, datetime
 
 from plans.conf import plans_conf
-from plans.models import Entry, Job, Plan
+from plans.models import Entry, Job, Plan, Run
 from plans.policies import job_next_run_ms
 from plans.schedule import ScheduleError
 from plans.services.errors import PlanNotFoundError
@@ -85,12 +85,58 @@ def _next_run_at(job: Job, *, now_ms: int) -> datetime | None:
     return _from_ms(next_ms) if next_ms is not None else None
 
 
+SKIPPED_WAITING_STOPPED = (
+    "skipped: the job was paused or cancelled while this fire time waited to run"
+)
+
+
+def _drop_waiting(job: Job, *, note: str, now: datetime) -> int:
+    """The fire times waiting to run (run-all's catch-up, D-C23; the overlap buffer, D-C24)
+    get a skipped row with `note` and wait no more; the caller saves the job."""
+    waiting = tuple(job.waiting_fire_ms or ())
+    if job.buffered_fire_ms is not None:
+        waiting += (job.buffered_fire_ms,)
+    job.waiting_fire_ms = []
+    job.buffered_fire_ms = None
+    return record_fire_times(job, waiting, 0, status=Run.SKIPPED, note=note, now=now)
+
+
 def _remove_job(entry: Entry, *, now: datetime) -> None:
     # Off the schedule, not deleted: its runs are the plan's history (D-C15).
     job = Job.objects.select_for_update().filter(entry=entry).first()
     if job is not None and job.removed_at is None:
+        _drop_waiting(job, note=SKIPPED_WAITING_STOPPED, now=now)
         job.enabled = False
         job.next_run_at = None
         job.removed_at = now
         job.updated_at_ms = _ms(now)
         job.save()
+
+
+def record_fire_times(
+    job: Job, times: tuple[int, ...], more: int, *, status: str, note: str, now: datetime
+) -> int:
+    """A closed row for each fire time that did not run (missed, skipped), with why;
+    `more` older ones beyond them are counted in the newest row's note."""
+    if not times:
+        return 0
+    rows = []
+    for index, fire_at_ms in enumerate(times):
+        text = note
+        if more and index == len(times) - 1:
+            text += f" ({more} earlier fire times were {status} too)"
+        rows.append(
+            Run(
+                job=job,
+                fire_at_ms=fire_at_ms,
+                run_id=str(uuid.uuid4()),
+                revision_id=job.confirmation.revision_id,
+                status=status,
+                error=text,
+                created_at=now,
+                finished_at=now,
+            )
+        )
+    # A fire time that already has a row (its run) keeps it.
+    Run.objects.bulk_create(rows, ignore_conflicts=True)
+    return len(rows)

@@ -1,6 +1,9 @@
 """A run's record: start it (its agentTurn into the outbox), and close it with its result.
 
-Shared by the scheduler's tick, `job_run_now` and the outbox's answer hook.
+Shared by the scheduler's tick, `job_run_now` and the outbox's answer hook. What a fire
+time that comes while a run is out gets follows the job's overlap policy (D-C20,
+D-C24); the fire times waiting to run (run-all's catch-up, D-C23, and an overlap
+buffer) start as soon as no run is out.
 """
 
 from __future__ import annotations
@@ -17,7 +20,15 @@ from plans.policies import (
     fires_after,
     job_outcome,
 )
-from plans.services._common import _from_ms, _host_tz, _ms
+from plans.runpolicy import (
+    MAX_CONCURRENT_RUNS,
+    MISSED_LATE,
+    OVERLAP_ALLOW,
+    SKIPPED_RUNNING,
+    next_waiting,
+    overlap_decision,
+)
+from plans.services._common import _from_ms, _host_tz, _ms, record_fire_times
 from plans.services._revisions import _blocks
 from plans.services._tasks import run_task_record
 from xworkmate.delivery.services import outbox_enqueue
@@ -31,8 +42,13 @@ def _run_session(job: Job) -> str:
     return f"agent:{job.agent_id or 'main'}:cron:{job.job_id}"
 
 
-def _start_run(job: Job, *, fire_at_ms: int, forced: bool, now: datetime) -> Run:
+def _start_run(
+    job: Job, *, fire_at_ms: int, forced: bool, now: datetime, advance: bool = True
+) -> Run:
     """Put the run's agentTurn into the outbox, record the run, mark the job running.
+
+    `advance`: the fire time is the job's newest, so the job moves on to the one after
+    it; a waiting fire time (D-C23, D-C24) is older than the job's next run, which stays.
 
     The message is sent by a worker once this transaction commits; the run's
     status follows what the channel confirms (run_record_delivery), never the
@@ -70,8 +86,10 @@ def _start_run(job: Job, *, fire_at_ms: int, forced: bool, now: datetime) -> Run
         delivery_message_id=message.pk,
         created_at=now,
     )
-    job.running_at_ms = now_ms
-    if not forced:
+    # With overlap allow, runs may be out side by side (D-C24): the marker is the oldest's
+    # start, which the stuck-marker rule judges.
+    job.running_at_ms = min(job.running_at_ms, now_ms) if job.running_at_ms else now_ms
+    if not forced and advance:
         # While this fire time's run is out the job waits for the next one, which the
         # tick records as skipped if the run is still out then (D-C20). A forced run
         # leaves the job's due time alone: a fire time due meanwhile is skipped too.
@@ -79,50 +97,33 @@ def _start_run(job: Job, *, fire_at_ms: int, forced: bool, now: datetime) -> Run
             job.schedule, fire_at_ms=fire_at_ms, host_tz=_host_tz(), job_id=job.job_id
         )
         job.next_run_at = _from_ms(following) if following is not None else None
-    job.save(update_fields=["running_at_ms", "next_run_at"])
+    # waiting_fire_ms: the tick's catch-up may have queued fire times behind it (D-C23).
+    job.save(update_fields=["running_at_ms", "next_run_at", "waiting_fire_ms"])
     run_task_record(run, job, now=now)  # every execution has a task record (§8.8)
     return run
 
 
-SKIPPED_RUNNING = "skipped: the previous run was still running at this fire time"
 SKIPPED_BACKOFF = (
     "skipped: the job was in error backoff at this fire time ({errors} consecutive errors)"
 )
 
 
-def record_fire_times(
-    job: Job, times: tuple[int, ...], more: int, *, status: str, note: str, now: datetime
-) -> int:
-    """A closed row for each fire time that did not run (missed, skipped), with why;
-    `more` older ones beyond them are counted in the newest row's note."""
-    if not times:
-        return 0
-    rows = []
-    for index, fire_at_ms in enumerate(times):
-        text = note
-        if more and index == len(times) - 1:
-            text += f" ({more} earlier fire times were {status} too)"
-        rows.append(
-            Run(
-                job=job,
-                fire_at_ms=fire_at_ms,
-                run_id=str(uuid.uuid4()),
-                revision_id=job.confirmation.revision_id,
-                status=status,
-                error=text,
-                created_at=now,
-                finished_at=now,
-            )
-        )
-    # A fire time that already has a row (its run) keeps it.
-    Run.objects.bulk_create(rows, ignore_conflicts=True)
-    return len(rows)
+def runs_out(job: Job) -> int:
+    """How many runs of the job are out now."""
+    return Run.objects.filter(job=job, status=Run.RUNNING).count()
 
 
-def skip_while_running(job: Job, *, up_to: datetime, now: datetime) -> int:
-    """Record the job's fire times due by `up_to` as skipped (its run is still out) and
-    move it to the first fire time after; how many were recorded (D-C20)."""
+def overlapping_fire_times(job: Job, *, up_to: datetime, now: datetime) -> int:
+    """The job's fire times due by `up_to` while its run is out, by its overlap policy
+    (D-C20, D-C24): skipped with the reason, or the first one kept in the buffer to run
+    when the run ends; the job moves to its first fire time after. How many rows were
+    written. Under `allow` a due fire time starts a run of its own (the tick starts it),
+    unless MAX_CONCURRENT_RUNS are out: only then is it handled here.
+    """
     if job.next_run_at is None or job.next_run_at > up_to or job.schedule.get("kind") == "at":
+        return 0
+    at_capacity = job.overlap == OVERLAP_ALLOW and runs_out(job) >= MAX_CONCURRENT_RUNS
+    if job.overlap == OVERLAP_ALLOW and not at_capacity:
         return 0
     span = fire_times(
         job.schedule,
@@ -131,12 +132,43 @@ def skip_while_running(job: Job, *, up_to: datetime, now: datetime) -> int:
         host_tz=_host_tz(),
         job_id=job.job_id,
     )
-    recorded = record_fire_times(
-        job, span.times, span.more, status=Run.SKIPPED, note=SKIPPED_RUNNING, now=now
+    decision = overlap_decision(
+        job.overlap, arriving_ms=span.times, buffered_ms=job.buffered_fire_ms,
+        at_capacity=at_capacity,
     )
+    recorded = record_fire_times(
+        job, decision.skipped_ms, span.more, status=Run.SKIPPED, note=decision.note, now=now
+    )
+    fields = ["next_run_at"]
+    if decision.buffer_ms is not None:
+        job.buffered_fire_ms = decision.buffer_ms
+        fields.append("buffered_fire_ms")
     job.next_run_at = _from_ms(span.next_ms) if span.next_ms is not None else None
-    job.save(update_fields=["next_run_at"])
+    job.save(update_fields=fields)
     return recorded
+
+
+def start_waiting(job: Job, *, now: datetime) -> int:
+    """Start the oldest fire time waiting to run, once no run of the job is out: run-all's
+    catch-up first (each within the maximum lateness when it starts, the later ones
+    missed, D-C23), then the buffered one (D-C24). How many missed rows it wrote."""
+    if not job.enabled or job.removed_at is not None or job.running_at_ms is not None:
+        return 0
+    pick = next_waiting(
+        job.waiting_fire_ms or (), now_ms=_ms(now), max_lateness_seconds=job.max_lateness_seconds
+    )
+    missed = record_fire_times(
+        job, pick.late_ms, 0, status=Run.MISSED,
+        note=MISSED_LATE.format(seconds=job.max_lateness_seconds), now=now,
+    )
+    job.waiting_fire_ms = list(pick.waiting_ms)
+    fire_at_ms = pick.run_ms
+    if fire_at_ms is None and job.buffered_fire_ms is not None:
+        fire_at_ms, job.buffered_fire_ms = job.buffered_fire_ms, None
+    job.save(update_fields=["waiting_fire_ms", "buffered_fire_ms"])
+    if fire_at_ms is not None:
+        _start_run(job, fire_at_ms=fire_at_ms, forced=False, now=now, advance=False)
+    return missed
 
 
 def skip_in_backoff(job: Job, *, up_to: datetime, now: datetime) -> int:
@@ -183,11 +215,22 @@ def _confirmed_text_note(job: Job) -> str:
 
 def _finish(run: Run, job: Job, *, status: str, error: str, now: datetime) -> None:
     """Close a run and apply its result to the job (§8.5, D-C8); the fire times that
-    passed while it was out and no tick saw get their skipped rows first (D-C20), and
-    before them those the job's error backoff passed by (D-C21: the run that ends may
-    be a forced one, inside the backoff of the failed run before it)."""
+    passed while it was out and no tick saw are handled by the overlap policy first
+    (D-C20, D-C24), and before them those the job's error backoff passed by (D-C21: the
+    run that ends may be a forced one, inside the backoff of the failed run before it).
+    Then, if no run is out any more, a fire time waiting to run starts (D-C23, D-C24)."""
     skip_in_backoff(job, up_to=now, now=now)
-    skip_while_running(job, up_to=now, now=now)
+    frontier = job.next_run_at
+    unseen = frontier is not None and frontier <= now and job.overlap == OVERLAP_ALLOW
+    if unseen and frontier is not None and status == Run.ERROR:
+        # Under allow a fire time no tick saw during the run would start beside it; the
+        # run failed, so the backoff holds and it is skipped, as under skip (D-C24).
+        span = fire_times(job.schedule, due_ms=_ms(frontier), to_ms=_ms(now),
+                          host_tz=_host_tz(), job_id=job.job_id)
+        record_fire_times(job, span.times, span.more, status=Run.SKIPPED,
+                          note=SKIPPED_RUNNING, now=now)
+        unseen = False
+    overlapping_fire_times(job, up_to=now, now=now)
     ended_ms = _ms(now)
     run.status = status
     run.error = error
@@ -203,7 +246,10 @@ def _finish(run: Run, job: Job, *, status: str, error: str, now: datetime) -> No
         # The fire time it stood for: an `every` continues on its grid (D-C20).
         run_at_ms=None if run.forced else run.fire_at_ms,
     )
-    job.running_at_ms = None
+    # Another run may still be out (overlap allow, D-C24): the marker is then its start.
+    others = Run.objects.filter(job=job, status=Run.RUNNING).exclude(pk=run.pk)
+    starts = [ms for ms in others.values_list("run_at_ms", flat=True) if ms is not None]
+    job.running_at_ms = min(starts, default=None)
     job.last_run_at_ms = run.run_at_ms
     job.last_run_status = status
     job.last_error = error or outcome.schedule_error
@@ -223,8 +269,13 @@ def _finish(run: Run, job: Job, *, status: str, error: str, now: datetime) -> No
         if job.enabled and job.removed_at is None and outcome.next_run_ms is not None
         else None
     )
+    if unseen and job.next_run_at is not None and frontier is not None:
+        # A fire time no tick saw while this run was out is still due: the next tick
+        # starts it by the missed-run policy (D-C24), it is not passed over.
+        job.next_run_at = min(job.next_run_at, frontier)
     job.updated_at_ms = ended_ms
     job.save()
     run.next_run_at_ms = _ms(job.next_run_at) if job.next_run_at else None
     run.save()
     run_task_record(run, job, now=now)  # its task record ends with it (§8.9)
+    start_waiting(job, now=now)

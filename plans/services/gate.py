@@ -17,7 +17,13 @@ from django.db import IntegrityError, transaction
 from plans.conf import plans_conf
 from plans.models import ChangeRequest, Confirmation, Entry, Job, Revision, Turn
 from plans.policies import SeenTurn, confirmation_verdict, later_turn_problem
-from plans.services._common import _entry, _locked_plan_and_entry, _ms, _next_run_at
+from plans.services._common import (
+    _drop_waiting,
+    _entry,
+    _locked_plan_and_entry,
+    _ms,
+    _next_run_at,
+)
 from plans.services._revisions import _saw_answerer, _sync_plan
 from plans.services.errors import PlanError, PlanGateError
 from plans.services.jobs import stored_schedule
@@ -137,6 +143,12 @@ def entry_confirm(
         return job
 
 
+SKIPPED_POLICY_CHANGED = (
+    "skipped: a newer confirmed revision changed the schedule or the missed-run policy "
+    "while this fire time waited to run"
+)
+
+
 def _job_for(entry: Entry, confirmation: Confirmation, *, now: datetime) -> Job:
     """Create the entry's job, or move it to the confirmed revision's schedule and message."""
     now_ms = _ms(now)
@@ -157,10 +169,17 @@ def _job_for(entry: Entry, confirmation: Confirmation, *, now: datetime) -> Job:
         schedule_changed = True
     else:
         schedule_changed = job.schedule != stored_schedule(entry.schedule or {}, now_ms=now_ms)
+    if schedule_changed or job.missed != entry.missed:
+        # Fire times waiting under the old schedule or policy do not run under the new
+        # one; each gets its row (D-C23).
+        _drop_waiting(job, note=SKIPPED_POLICY_CHANGED, now=now)
     job.confirmation = confirmation
     job.name = entry.task_name
     job.payload = payload
+    # The run policies are part of what the person confirmed (D-C23, D-C24).
     job.missed = entry.missed
+    job.max_lateness_seconds = entry.max_lateness_seconds
+    job.overlap = entry.overlap
     job.updated_at_ms = now_ms
     if schedule_changed:
         # An every patch re-anchors at now (§8.3), so it is stored afresh.

@@ -17,7 +17,15 @@ from plans.models import Entry, Job
 from plans.planfile import parse_plan_file, replace_entry
 from plans.policies import STUCK_RUNNING_MS
 from plans.schedule import resolve_stagger_ms
-from plans.services._common import _entry, _locked_plan_and_entry, _ms, _next_run_at, _remove_job
+from plans.services._common import (
+    SKIPPED_WAITING_STOPPED,
+    _drop_waiting,
+    _entry,
+    _locked_plan_and_entry,
+    _ms,
+    _next_run_at,
+    _remove_job,
+)
 from plans.services._revisions import _sync_from_disk, _write
 from plans.services._runs import _start_run
 from plans.services.errors import PlanError, PlanGateError
@@ -50,6 +58,8 @@ def _locked_job(task_id: str) -> Job:
 
 
 def _pause(job: Job, now: datetime) -> None:
+    # What waited to run (D-C23, D-C24) does not outlive the pause; each gets its row.
+    _drop_waiting(job, note=SKIPPED_WAITING_STOPPED, now=now)
     job.enabled = False
     job.next_run_at = None
     job.running_at_ms = None

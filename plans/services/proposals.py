@@ -14,7 +14,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from plans.models import ID_MAX_LENGTH, MISSED_POLICIES, MISSED_RUN_LATEST, Entry, Plan, Turn
+from plans.models import ID_MAX_LENGTH, Entry, Plan, Turn
 from plans.planfile import Entry as FileEntry
 from plans.planfile import (
     PlanFileBlocked,
@@ -27,6 +27,7 @@ from plans.planfile import (
 )
 from plans.planfile.entry import ROLE_SUFFIX
 from plans.policies import first_instruction, job_shape_problems, message_problem, timeout_seconds
+from plans.runpolicy import MISSED_RUN_ALL, MISSED_RUN_LATEST, OVERLAP_SKIP, run_policy_problems
 from plans.schedule import ScheduleError, validate_schedule
 from plans.selectors import PreviewRequestError, schedule_preview
 from plans.services._common import (
@@ -54,7 +55,10 @@ class Proposal:
     schedule: Mapping[str, Any]
     steps: tuple[str, ...] = ()  # the plan's own steps, after the template's 1-4
     message: str = ""  # empty: the first instruction alone
+    # The run policies (D-C23, D-C24): part of what the person confirms.
     missed: str = MISSED_RUN_LATEST
+    max_lateness_seconds: int | None = None  # with missed run-all only
+    overlap: str = OVERLAP_SKIP
     # The job as an agent would send OpenClaw's cron.add (sessionTarget, payload,
     # delivery...): checked against D-C7; its payload.message is the message.
     job: Mapping[str, Any] | None = None
@@ -83,8 +87,13 @@ def _check_proposal(proposal: Proposal, *, new: bool, now: datetime) -> None:
         problems.append("steps: every step must be non-empty text")
     if problems:
         raise PlanError("; ".join(problems))
-    if proposal.missed not in dict(MISSED_POLICIES):
-        raise PlanError(f"missed: must be one of {', '.join(dict(MISSED_POLICIES))}")
+    policies = run_policy_problems(
+        missed=proposal.missed,
+        max_lateness_seconds=proposal.max_lateness_seconds,
+        overlap=proposal.overlap,
+    )
+    if policies:
+        raise PlanError("; ".join(policies))
     if proposal.job is not None:
         shape = (
             job_shape_problems(proposal.job)
@@ -233,6 +242,8 @@ def plan_propose(
             schedule=dict(proposal.schedule),
             message=message,
             missed=proposal.missed,
+            max_lateness_seconds=proposal.max_lateness_seconds,
+            overlap=proposal.overlap,
             timeout_seconds=_proposed_timeout(proposal),
             created_at=now,
             updated_at=now,
@@ -249,6 +260,8 @@ _REVISABLE = (
     "schedule",
     "message",
     "missed",
+    "max_lateness_seconds",
+    "overlap",
 )
 
 
@@ -285,6 +298,9 @@ def entry_revise(
         base = _proposal_of(entry, old)
         if "job" in changes and "message" not in changes:
             base = replace(base, message="")  # the job's payload.message, if it has one
+        if changes.get("missed", MISSED_RUN_ALL) != MISSED_RUN_ALL:
+            # A lateness belongs to run-all; leaving run-all drops it unless restated.
+            base = replace(base, max_lateness_seconds=None)
         proposal = replace(base, **dict(changes))
         _check_proposal(proposal, new=False, now=now)
         message = _message(
@@ -306,6 +322,8 @@ def entry_revise(
         entry.schedule = dict(proposal.schedule)
         entry.message = message
         entry.missed = proposal.missed
+        entry.max_lateness_seconds = proposal.max_lateness_seconds
+        entry.overlap = proposal.overlap
         entry.timeout_seconds = _proposed_timeout(proposal)
         entry.state = Entry.AWAITING
         entry.blocked_reason = ""
@@ -326,5 +344,7 @@ def _proposal_of(entry: Entry, file_entry: FileEntry) -> Proposal:
         schedule=entry.schedule or {},
         message=entry.message,
         missed=entry.missed,
+        max_lateness_seconds=entry.max_lateness_seconds,
+        overlap=entry.overlap,
         timeout_seconds=entry.timeout_seconds,
     )

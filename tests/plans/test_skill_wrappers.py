@@ -250,6 +250,23 @@ def test_a_bad_schedule_is_refused_naming_the_rule(live_server, workspace, sched
 
 
 @pytest.mark.django_db(transaction=True)
+def test_the_run_policies_travel_with_the_proposal_and_a_bad_one_is_refused(
+    live_server, workspace
+):
+    # D-C23, D-C24: the skill's options reach the plan; a missing lateness is refused.
+    proposed = run_plan(live_server.url, agent_key("run-1"), "propose", *PROPOSAL, *DAILY_9,
+                        "--missed", "run-all", "--max-lateness", "3600", "--overlap", "buffer")
+    assert proposed.code == 0, proposed
+    plan = proposed.json["plan"]
+    assert (plan["missed"], plan["maxLatenessSeconds"], plan["overlap"]) == (
+        "run-all", 3600, "buffer")
+    refused = run_plan(live_server.url, agent_key("run-2"), "propose", *PROPOSAL, *DAILY_9,
+                       "--missed", "run-all")
+    assert _error(refused)["message"].startswith(
+        'maxLatenessSeconds: required with missed "run-all"')
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_blocked_write_is_relayed_as_the_archive_receipt(live_server, workspace):
     # The bridge's own key names the session; one without an ARCHIVE_ID is BLOCKED.
     _, bridge = api_key_create(name="bridge", scopes=["plans:write"])

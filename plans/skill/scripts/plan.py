@@ -137,8 +137,21 @@ def _add_proposal(parser: argparse.ArgumentParser, *, new: bool) -> None:
     when.add_argument("--tz", metavar="ZONE", help="with --cron: IANA zone, e.g. Asia/Shanghai")
     parser.add_argument(
         "--missed",
-        choices=["run-latest", "skip"],
-        help="fire times missed while the server was down: run the newest once, or skip",
+        choices=["run-latest", "skip", "run-all"],
+        help="fire times missed while the server was down: run the newest once (default), "
+        "skip them, or run each within --max-lateness, in order",
+    )
+    parser.add_argument(
+        "--max-lateness",
+        type=int,
+        metavar="SECONDS",
+        help="with --missed run-all: how late (60-604800 s) a missed fire time may still run",
+    )
+    parser.add_argument(
+        "--overlap",
+        choices=["skip", "buffer", "allow"],
+        help="a fire time while the previous run is still out: skip it (default), buffer one "
+        "to run when it ends, or allow a run beside it",
     )
     if not new:
         parser.add_argument(
@@ -287,6 +300,8 @@ def _proposal_body(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
         ("result", "result"),
         ("step", "steps"),
         ("missed", "missed"),
+        ("max_lateness", "maxLatenessSeconds"),
+        ("overlap", "overlap"),
         ("message", "message"),
     ):
         value = getattr(args, option, None)
