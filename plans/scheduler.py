@@ -6,7 +6,8 @@ queryset, so the decision is taken again on the locked row and a job another
 tick holds is skipped. A job whose run marker is older than 2 h is freed
 (§8.5); fire times passed while the service was down are caught up by the
 job's policy (D-C10), those passed in an error backoff are skipped (D-C21); one
-bad job does not stop the others.
+bad job does not stop the others. Each tick also expires the revisions that
+waited for a confirmation too long (D-C25), so the mark shows within a tick.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from plans.services._runs import (
     skip_in_backoff,
     skip_while_running,
 )
+from plans.services.expiry import entries_expire
 from xworkmate.claims import claim_and_handle, claim_row
 
 logger = logging.getLogger(__name__)
@@ -47,6 +49,7 @@ class TickReport:
     skipped: int = 0
     schedule_errors: int = 0
     timed_out: int = 0
+    expired: int = 0
 
 
 def _record_missed(job: Job, fire_times: tuple[int, ...], more: int, *, now: datetime) -> int:
@@ -75,6 +78,7 @@ def scheduler_tick(*, now: datetime, limit: int = TICK_BATCH) -> TickReport:
     counts = {"started": 0, "missed": 0, "cleared": 0, "skipped": 0, "schedule_errors": 0}
     # Runs past their execution timeout end first (§8.5), so their jobs may run again.
     counts["timed_out"] = _time_out_runs(now)
+    counts["expired"] = entries_expire(now=now)
     candidates = list(_due(now).order_by("next_run_at").values_list("pk", "job_id")[:limit])
 
     def handle(job: Job) -> None:
