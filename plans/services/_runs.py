@@ -194,7 +194,7 @@ def _plan_text_check(job: Job) -> tuple[str, str]:
         return found, ""
     if not problem:
         problem = (
-            f"the entry's text in PLAN.md hashes to {found[:12]}…, not to the confirmed "
+            f"the entry's text in PLAN.md hashes to {(found or '')[:12]}…, not to the confirmed "
             f"{confirmation.entry_sha256[:12] or '(unknown)'}…"
         )
     return found or "", (
