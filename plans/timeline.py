@@ -116,7 +116,9 @@ def plan_timeline(entry: Entry, job: Job | None, *, limit: int = DEFAULT_EVENTS)
         events += [_fire(r) for r in runs.order_by("-fire_at_ms", "-id")[: limit + 1]]
     # Each source gave its newest limit + 1: together they hold the newest limit + 1
     # events overall, which is enough to cut at `limit` and know whether more exist.
-    events.sort(key=lambda event: (event["at"], _ORDER[event["kind"]]))
+    # At one instant, each kind in the order of its revisions (several revisions, or a
+    # revision and its confirmation, recorded within one millisecond).
+    events.sort(key=lambda event: (event["at"], _ORDER[event["kind"]], event.get("revision", 0)))
     return {
         "taskId": str(entry.task_id),
         "events": events[-limit:],
