@@ -86,7 +86,7 @@ def test_the_review_page_shows_the_hash_and_schedule_a_confirmation_would_bind(p
     assert json.loads(confirmed.group(1).replace("&quot;", '"')) == Job.objects.get().schedule
     assert 'id="approval-pending"' not in page and 'id="approval-differs"' not in page
     # The confirmations' list names the hash too.
-    assert f'SHA-256 <code title="{full}">{full[:12]}…</code></li>' in page
+    assert f'SHA-256 <code title="{full}">{full[:12]}…</code> · 2026-03-10 08:35:00 CST</li>' in page
     assert f'href="{_timeline(entry)}" id="timeline-link"' in page
 
 
@@ -138,7 +138,7 @@ def test_the_expired_review_page_is_in_chinese(propose, browser):
 @pytest.fixture
 def history(propose, reviewer, workspace: Path) -> Entry:
     """Confirmed, down for two days (two missed, the newest runs), a run with outputs."""
-    entry = propose()
+    entry: Entry = propose()
     entry_confirm(task_id=str(entry.task_id), revision=1, user=reviewer, now=later(5))
     scheduler_tick(now=FIRST_FIRE + timedelta(days=2, seconds=5))
     run = Run.objects.get(status=Run.RUNNING)
@@ -166,7 +166,7 @@ def test_the_timeline_page_shows_every_event_in_order_with_reasons_and_outputs(
     assert "2026-03-10 09:00:00 CST" in page and "2026-03-12 09:00:00 CST" in page
     assert "<td>delivered</td>" in page
     assert "日报.md (9 B)" in page
-    assert 'href="/admin/plans/entry/%d/timeline.json"' % history.pk in page
+    assert f'href="/admin/plans/entry/{history.pk}/timeline.json"' in page
     assert f'href="{_review(history)}"' in page
     assert 'id="timeline-paused"' not in page
 
