@@ -29,6 +29,20 @@ class PlansConf:
     time_zone: str
     min_every: timedelta
     confirmation_phrases: tuple[str, ...]
+    confirmation_expiry: timedelta
+
+
+# D-C25: an approval window longer than ten years is no window (and would overflow the
+# date arithmetic of the expiry), one shorter than a minute expires before anyone reads.
+_EXPIRY_MIN = timedelta(minutes=1)
+_EXPIRY_MAX = timedelta(days=3650)
+
+
+def _check_expiry(value: object) -> timedelta:
+    expiry = check_duration(value)
+    if not _EXPIRY_MIN <= expiry <= _EXPIRY_MAX:
+        raise ValueError(f"must be between 1m and 87600h (ten years) (got {value!r})")
+    return expiry
 
 
 SECTION: Section[PlansConf] = Section(
@@ -55,6 +69,11 @@ SECTION: Section[PlansConf] = Section(
             ),
             check_nonempty_str_list,
             doc="messages that confirm a PLAN.md revision",
+        ),
+        "confirmation_expiry": Key(
+            timedelta(days=7),
+            _check_expiry,
+            doc="a revision awaiting confirmation longer than this expires (D-C25)",
         ),
     },
 )

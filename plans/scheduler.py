@@ -7,7 +7,8 @@ tick holds is skipped. A job whose run marker is older than 2 h is freed
 (§8.5); fire times passed while the service was down are caught up by the
 job's missed-run policy (D-C10, D-C23), those passed in an error backoff are skipped
 (D-C21), and those that come while a run is out follow its overlap policy (D-C20,
-D-C24); one bad job does not stop the others.
+D-C24); one bad job does not stop the others. Each tick also expires the revisions
+that waited for a confirmation too long (D-C25), so the mark shows within a tick.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from plans.services._runs import (
     runs_out,
     skip_in_backoff,
 )
+from plans.services.expiry import entries_expire
 from xworkmate.claims import claim_and_handle, claim_row
 
 logger = logging.getLogger(__name__)
@@ -50,6 +52,7 @@ class TickReport:
     skipped: int = 0
     schedule_errors: int = 0
     timed_out: int = 0
+    expired: int = 0
 
 
 def _due(now: datetime) -> QuerySet[Job]:
@@ -67,6 +70,7 @@ def scheduler_tick(*, now: datetime, limit: int = TICK_BATCH) -> TickReport:
     counts = {"started": 0, "missed": 0, "cleared": 0, "skipped": 0, "schedule_errors": 0}
     # Runs past their execution timeout end first (§8.5), so their jobs may run again.
     counts["timed_out"] = _time_out_runs(now)
+    counts["expired"] = entries_expire(now=now)
     candidates = list(_due(now).order_by("next_run_at").values_list("pk", "job_id")[:limit])
 
     def handle(job: Job) -> None:

@@ -109,12 +109,14 @@ def entry_visible_to(task_id: str, session_key: str | None) -> Entry | None:
 
 
 def job_of(entry: Entry) -> Job | None:
-    return Job.objects.filter(entry=entry).first()
+    # The confirmation it runs comes along: what it binds is shown with it (D-C25).
+    return Job.objects.filter(entry=entry).select_related("confirmation").first()
 
 
 def jobs_of(entries: list[Entry]) -> dict[int, Job]:
     """The jobs of several entries, by entry id, in one query."""
-    return {job.entry_id: job for job in Job.objects.filter(entry__in=entries)}
+    jobs = Job.objects.filter(entry__in=entries).select_related("confirmation")
+    return {job.entry_id: job for job in jobs}
 
 
 def runs_page(

@@ -15,7 +15,12 @@ from plans.services import plans_reconcile
 def tick() -> dict[str, int]:
     """Start the runs of the jobs that are due (D-C1)."""
     report = scheduler_tick(now=timezone.now())
-    return {"started": report.started, "missed": report.missed, "cleared": report.cleared}
+    return {
+        "started": report.started,
+        "missed": report.missed,
+        "cleared": report.cleared,
+        "expired": report.expired,
+    }
 
 
 @shared_task(name="plans.reconcile", time_limit=600, soft_time_limit=540)

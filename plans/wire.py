@@ -8,14 +8,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from plans.models import Entry, Job, Run
-from plans.planfile import plan_path
+from plans.models import Confirmation, Entry, Job, Run
+from plans.planfile import PlanFileError, entry_text_sha256, plan_path
 from plans.policies import DELIVERY, display_status, first_instruction
 from plans.runpolicy import MISSED_RUN_LATEST, OVERLAP_SKIP
 from plans.services import stored_schedule
+from plans.services.expiry import confirmation_expires_at, expired_rule
 from xworkmate.lib.jstime import ms_to_iso, wire_time
 
-__all__ = ["cron_add_request", "entry_json", "job_json", "proposed_job", "run_json"]
+__all__ = [
+    "confirmation_json",
+    "cron_add_request",
+    "entry_json",
+    "entry_sha256_of",
+    "job_json",
+    "proposed_job",
+    "run_json",
+]
 
 
 def _present(values: dict[str, Any]) -> dict[str, Any]:
@@ -147,6 +156,43 @@ def run_json(run: Run, *, job_id: str) -> dict[str, Any]:
     )
 
 
+def entry_sha256_of(entry: Entry) -> str | None:
+    """The SHA-256 of the entry's text in its current revision: what a confirmation now
+    would bind (D-C25); None when the revision does not parse or lacks the entry."""
+    try:
+        return entry_text_sha256(entry.revision.content, str(entry.task_id))
+    except PlanFileError:
+        return None
+
+
+def confirmation_json(confirmation: Confirmation) -> dict[str, Any]:
+    """What a confirmation bound (D-C25): the revision, its entry's text hash, the schedule."""
+    return _present(
+        {
+            "revision": confirmation.revision_number,
+            "revisionSha256": confirmation.revision_sha256,
+            "entrySha256": confirmation.entry_sha256,
+            "schedule": confirmation.schedule,
+            "how": confirmation.how,
+            "confirmedAt": wire_time(confirmation.confirmed_at),
+        }
+    )
+
+
+def _expiry(entry: Entry) -> dict[str, Any]:
+    """When the current revision stops being confirmable, or that it has (D-C25)."""
+    if entry.state == Entry.EXPIRED:
+        return {
+            "confirmationExpired": {
+                "revision": entry.revision.number,
+                "expiredAt": wire_time(entry.expired_at) if entry.expired_at else None,
+                "message": expired_rule(entry),
+            }
+        }
+    deadline = confirmation_expires_at(entry)
+    return {"confirmationExpiresAt": wire_time(deadline) if deadline else None}
+
+
 def entry_json(entry: Entry, job: Job | None, *, review_url: str) -> dict[str, Any]:
     """A plan as the API answers it: the entry, its revisions' state and its job."""
     plan = entry.plan
@@ -174,6 +220,7 @@ def entry_json(entry: Entry, job: Job | None, *, review_url: str) -> dict[str, A
                 {
                     "number": revision.number,
                     "sha256": revision.sha256,
+                    "entrySha256": entry_sha256_of(entry),
                     "source": revision.source,
                     "turnId": revision.turn_id,
                     "writtenAt": wire_time(revision.written_at),
@@ -181,6 +228,8 @@ def entry_json(entry: Entry, job: Job | None, *, review_url: str) -> dict[str, A
             ),
             "confirmedRevision": confirmed.number if confirmed else None,
             "awaitingConfirmation": entry.state == Entry.AWAITING,
+            **_expiry(entry),
+            "confirmation": confirmation_json(job.confirmation) if job is not None else None,
             "schedule": entry.schedule,
             "message": entry.message,
             # The run policies of this revision (D-C23, D-C24): what a confirmation sets.

@@ -10,14 +10,16 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin, messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.template.response import TemplateResponse
+from django.urls import URLPattern, path
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
 from plans.admin._common import _next_run, _status
 from plans.admin.review_actions import _ACTIONS
 from plans.admin.review_page import _review_context
+from plans.admin.timeline_page import timeline_context, timeline_download
 from plans.models import Entry, Job
 from xworkmate.admin import ActionAnswer, ActionPageMixin
 from xworkmate.lib.errors import InputError
@@ -99,6 +101,39 @@ class EntryAdmin(ActionPageMixin, admin.ModelAdmin):  # type: ignore[type-arg]
             "review_url": self.page_url(obj),
         }
         return TemplateResponse(request, "admin/plans/entry_cancel.html", context)
+
+    # --- the timeline (issue 23 C1): a page and its JSON, for whoever may view the plan ----
+
+    def get_urls(self) -> list[URLPattern]:
+        pages = [
+            path(
+                "<path:object_id>/timeline/",
+                self.admin_site.admin_view(self._timeline_view),
+                name="plans_entry_timeline",
+            ),
+            path(
+                "<path:object_id>/timeline.json",
+                self.admin_site.admin_view(self._timeline_json_view),
+                name="plans_entry_timeline_json",
+            ),
+        ]
+        return pages + super().get_urls()
+
+    def _timeline_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        if request.method not in ("GET", "HEAD"):
+            return HttpResponseNotAllowed(["GET", "HEAD"])
+        entry = self._viewable(request, object_id)
+        context = {
+            **self.admin_site.each_context(request),
+            **timeline_context(request, entry),
+            "opts": self.opts,
+        }
+        return TemplateResponse(request, "admin/plans/entry_timeline.html", context)
+
+    def _timeline_json_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        if request.method not in ("GET", "HEAD"):
+            return HttpResponseNotAllowed(["GET", "HEAD"])
+        return timeline_download(self._viewable(request, object_id))
 
     def perform_action(self, request: HttpRequest, obj: Entry, action: str) -> ActionAnswer:
         try:

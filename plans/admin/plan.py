@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
+from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
@@ -55,9 +56,15 @@ class PlanAdmin(ReadOnlyMixin, admin.ModelAdmin):  # type: ignore[type-arg]
     def entry_links(self, obj: Plan) -> SafeString:
         return format_html_join(
             "",
-            '<div><a href="{}">{}</a> ({})</div>',
+            '<div><a href="{}">{}</a> ({}) · <a href="{}">{}</a></div>',
             (
-                (_review_url(entry), entry.task_name, entry.get_state_display())
+                (
+                    _review_url(entry),
+                    entry.task_name,
+                    entry.get_state_display(),
+                    reverse("admin:plans_entry_timeline", args=[entry.pk]),
+                    _("timeline"),
+                )
                 for entry in obj.entries.order_by("created_at", "id")
             ),
         )

@@ -11,6 +11,7 @@ from django.utils import timezone, translation
 from django.utils.translation import gettext as _g
 
 from plans.admin._common import _host_tz, _live, _ms, _next_run, _status, _zone
+from plans.admin.review_approval import approval_context
 from plans.conf import plans_conf
 from plans.files import plan_run_outputs
 from plans.models import Entry, Job, Plan, Revision
@@ -184,7 +185,7 @@ def _review_context(request: HttpRequest, entry: Entry) -> dict[str, Any]:
     # The current revision can be confirmed: not yet confirmed, with a schedule to run
     # (the service refuses anything else too, naming the rule).
     confirmable = (
-        entry.state != Entry.REMOVED
+        entry.state not in (Entry.REMOVED, Entry.EXPIRED)  # D-C25: an expired one is not
         and entry.confirmed_revision_id != revision.pk
         and entry.schedule is not None
     )
@@ -215,6 +216,7 @@ def _review_context(request: HttpRequest, entry: Entry) -> dict[str, Any]:
         ],
         **_schedule_context(entry, job, now_ms=now_ms, reviewer_zone=reviewer_zone),
         **_runs_context(job, plan=plan),
+        **approval_context(entry, job, now_ms=now_ms, reviewer_zone=reviewer_zone),
     }
     if confirmable:
         context["proposed_job"] = _pretty(proposed_job(entry, now_ms=now_ms))

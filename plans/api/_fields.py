@@ -93,6 +93,28 @@ _PLAN_SCHEMA = {
         "revision": {"type": "object"},
         "confirmedRevision": {"type": "integer"},
         "awaitingConfirmation": {"type": "boolean"},
+        # D-C25: when the revision awaiting confirmation expires, or that it has (then the
+        # agent proposes again), and what the job's confirmation bound.
+        "confirmationExpiresAt": {"type": "string", "format": "date-time"},
+        "confirmationExpired": {
+            "type": "object",
+            "properties": {
+                "revision": {"type": "integer"},
+                "expiredAt": {"type": "string", "format": "date-time"},
+                "message": {"type": "string"},
+            },
+        },
+        "confirmation": {
+            "type": "object",
+            "properties": {
+                "revision": {"type": "integer"},
+                "revisionSha256": {"type": "string"},
+                "entrySha256": {"type": "string"},
+                "schedule": {"type": "object"},
+                "how": {"type": "string"},
+                "confirmedAt": {"type": "string", "format": "date-time"},
+            },
+        },
         "schedule": {"type": "object"},
         # The run policies of the current revision (D-C23, D-C24); the job's own are in
         # `job` when they are not the defaults.

@@ -8,7 +8,7 @@ it copies; D-C13). Job fields keep OpenClaw's cron model (§8.1) in snake
 case; the API speaks the JSON names.
 
 One module per part: plan (Plan, Revision, Entry, Turn), gate (Confirmation,
-ChangeRequest), job (Job, Run); the shared bounds and choices are _common.
+ChangeRequest, Expiry), job (Job, Run); the shared bounds and choices are _common.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from plans.models._common import (
     OVERLAP_POLICIES,
     SHA256_LENGTH,
 )
-from plans.models.gate import ChangeRequest, Confirmation
+from plans.models.gate import ChangeRequest, Confirmation, Expiry
 from plans.models.job import Job, Run
 from plans.models.plan import Entry, Plan, Revision, Turn
 
@@ -31,6 +31,7 @@ __all__ = [
     "ChangeRequest",
     "Confirmation",
     "Entry",
+    "Expiry",
     "Job",
     "Plan",
     "Revision",

@@ -33,6 +33,12 @@ class Confirmation(models.Model):
     # Copied from the revision when confirming, so the table itself can refuse
     # a confirmation of other content or from the writing turn.
     revision_sha256 = models.CharField(_("revision SHA-256"), max_length=SHA256_LENGTH)
+    # D-C25: what the person confirmed, bound to the content: the SHA-256 of the entry's
+    # own text in that PLAN.md (planfile.entry_text), and the schedule exactly as the job
+    # runs it (stored_schedule: kind lower-cased, an every's anchor, a top-of-hour
+    # stagger). Before D-C25 the schedule was not kept: None on those rows.
+    entry_sha256 = models.CharField(_("entry text SHA-256"), max_length=SHA256_LENGTH, blank=True)
+    schedule = models.JSONField(_("normalised schedule"), null=True, blank=True)
     revision_turn_id = models.CharField(_("revision's turn"), max_length=ID_MAX_LENGTH, blank=True)
     how = models.CharField(_("how"), max_length=8, choices=CHANNELS)
     turn_id = models.CharField(_("turn"), max_length=ID_MAX_LENGTH, blank=True)
@@ -130,3 +136,31 @@ class ChangeRequest(models.Model):
 
     def __str__(self) -> str:
         return f"{self.entry} r{self.revision.number}: {self.comment[:40]}"
+
+
+class Expiry(models.Model):
+    """A revision that waited for its confirmation too long (D-C25), kept for the timeline.
+
+    The entry's own state and `expired_at` say it of the current revision; a new
+    revision clears them, this row stays.
+    """
+
+    entry = models.ForeignKey(
+        Entry, on_delete=models.CASCADE, related_name="expiries", verbose_name=_("entry")
+    )
+    revision = models.ForeignKey(
+        Revision, on_delete=models.PROTECT, related_name="+", verbose_name=_("revision")
+    )
+    expired_at = models.DateTimeField(_("confirmation expired at"))
+    recorded_at = models.DateTimeField(_("recorded at"), default=timezone.now)
+
+    class Meta:
+        verbose_name = _("expired revision")
+        verbose_name_plural = _("expired revisions")
+        ordering = ("-expired_at", "-id")
+        constraints = [
+            models.UniqueConstraint(fields=["entry", "revision"], name="plans_expiry_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.entry} r{self.revision.number} expired"

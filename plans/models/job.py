@@ -8,7 +8,12 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
-from plans.models._common import ID_MAX_LENGTH, MISSED_POLICIES, OVERLAP_POLICIES
+from plans.models._common import (
+    ID_MAX_LENGTH,
+    MISSED_POLICIES,
+    OVERLAP_POLICIES,
+    SHA256_LENGTH,
+)
 from plans.models.gate import Confirmation
 from plans.models.plan import Entry, Revision
 from plans.runpolicy import MISSED_RUN_LATEST, OVERLAP_SKIP
@@ -143,6 +148,12 @@ class Run(models.Model):
     delivery_error = models.TextField(_("deliveryError"), blank=True)
     # Where the run's outputs are archived: archives/<ARCHIVE_ID>/<TIMESTAMP>/ (D-C6).
     archive_timestamp = models.CharField(_("archive TIMESTAMP"), max_length=19, blank=True)
+    # D-C25: the SHA-256 of the entry's text in PLAN.md on disk when the run started
+    # (blank: not read), and why the run carried the confirmed text instead, when it did.
+    plan_text_sha256 = models.CharField(
+        _("PLAN.md entry SHA-256 at start"), max_length=SHA256_LENGTH, blank=True
+    )
+    plan_text_note = models.TextField(_("PLAN.md text check"), blank=True)
     created_at = models.DateTimeField(_("created at"), default=timezone.now)
     finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
 

@@ -82,6 +82,8 @@ class Entry(models.Model):
     BLOCKED = "BLOCKED"
     PAUSED = "PAUSED"
     REMOVED = "REMOVED"
+    # D-C25: the current revision awaited confirmation longer than plans.confirmation_expiry.
+    EXPIRED = "EXPIRED"
     STATES = (
         (CLARIFYING, _("clarifying")),
         (ORA_PROPOSED, _("ORA proposed")),
@@ -93,6 +95,7 @@ class Entry(models.Model):
         (BLOCKED, _("blocked")),
         (PAUSED, _("paused")),
         (REMOVED, _("removed")),
+        (EXPIRED, _("confirmation expired")),
     )
 
     task_id = models.UUIDField(_("Task_ID"), unique=True)
@@ -134,6 +137,9 @@ class Entry(models.Model):
     timeout_seconds = models.PositiveIntegerField(_("timeoutSeconds"), null=True, blank=True)
     # Why it is blocked (archive-protocol's ARCHIVE_REASON), when it is.
     blocked_reason = models.TextField(_("blocked because"), blank=True)
+    # When its current revision's wait for a confirmation ran out (D-C25): the revision's
+    # written_at plus plans.confirmation_expiry. Cleared by a new revision.
+    expired_at = models.DateTimeField(_("confirmation expired at"), null=True, blank=True)
     created_at = models.DateTimeField(_("created at"), default=timezone.now)
     updated_at = models.DateTimeField(_("updated at"), default=timezone.now)
 
@@ -145,6 +151,10 @@ class Entry(models.Model):
             models.CheckConstraint(
                 condition=~Q(state="BLOCKED") | ~Q(blocked_reason=""),
                 name="plans_entry_blocked_has_reason",
+            ),
+            models.CheckConstraint(
+                condition=~Q(state="EXPIRED") | Q(expired_at__isnull=False),
+                name="plans_entry_expired_says_when",
             ),
         ]
 

@@ -13,6 +13,8 @@ from .archive import (
 from .document import (
     ParsedEntry,
     append_entry,
+    entry_text,
+    entry_text_sha256,
     parse_plan_file,
     replace_entry,
     validate_plan_file,
@@ -33,6 +35,8 @@ __all__ = [
     "archive_id_from_session",
     "archive_timestamp",
     "entry_problems",
+    "entry_text",
+    "entry_text_sha256",
     "first_step",
     "is_archive_id",
     "is_archive_timestamp",

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 
 from .entry import Entry, entry_problems, render_entry
 from .errors import PlanFileError
 
-__all__ = ["ParsedEntry", "append_entry", "parse_plan_file", "replace_entry", "validate_plan_file"]
+__all__ = [
+    "ParsedEntry",
+    "append_entry",
+    "entry_text",
+    "entry_text_sha256",
+    "parse_plan_file",
+    "replace_entry",
+    "validate_plan_file",
+]
 
 _HEADING = re.compile(r"### \[Task_ID: ([0-9a-f-]{36})\] (.+)")
 _ANY_HEADING = re.compile(r"### \[Task_ID:")
@@ -154,3 +163,24 @@ def append_entry(text: str, entry: Entry, *, archive_id: str) -> str:
     if not text.strip():
         return block
     return text.rstrip("\n") + "\n\n" + block
+
+
+def entry_text(text: str, task_id: str) -> str | None:
+    """The entry's text as it stands in the PLAN.md `text`: its block from its heading to
+    the next entry's (or the end), without the line breaks and spaces that end it; None
+    when the file has no such entry. PlanFileError when the file does not parse.
+
+    The trailing blank lines are left out because they belong to the file's layout, not
+    to the entry: appending another entry after it adds one (R5) and changes no word a
+    person confirmed (D-C25).
+    """
+    for item in parse_plan_file(text):
+        if item.entry.task_id == task_id:
+            return text[item.start : item.end].rstrip()
+    return None
+
+
+def entry_text_sha256(text: str, task_id: str) -> str | None:
+    """The SHA-256 (hex) of `entry_text` in UTF-8, or None as it (D-C25)."""
+    block = entry_text(text, task_id)
+    return None if block is None else hashlib.sha256(block.encode("utf-8")).hexdigest()

@@ -231,5 +231,6 @@ def _apply_file_revision(
             _remove_job(entry, now=now)
         elif entry.state != Entry.REMOVED:
             entry.state = Entry.AWAITING
+            entry.expired_at = None  # a new revision, with a wait of its own (D-C25)
         entry.blocked_reason = ""
         entry.save()

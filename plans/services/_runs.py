@@ -11,8 +11,9 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
+from plans.files import plan_file_read
 from plans.models import Entry, Job, Revision, Run
-from plans.planfile import archive_timestamp
+from plans.planfile import PlanFileError, archive_timestamp, entry_text, entry_text_sha256
 from plans.policies import (
     backoff_until_ms,
     fire_times,
@@ -29,9 +30,9 @@ from plans.runpolicy import (
     overlap_decision,
 )
 from plans.services._common import _from_ms, _host_tz, _ms, record_fire_times
-from plans.services._revisions import _blocks
 from plans.services._tasks import run_task_record
 from xworkmate.delivery.services import outbox_enqueue
+from xworkmate.lib.errors import HostUnavailableError
 from xworkmate.lib.timezones import get_zone
 
 RUN_PURPOSE = "plans.run"
@@ -61,13 +62,14 @@ def _start_run(
     stamp = archive_timestamp(now.astimezone(get_zone(_host_tz())))
     session_key = _run_session(job)
     archive_id = job.entry.plan.archive_id
+    on_disk, text_note = _plan_text_check(job)
     message = outbox_enqueue(
         purpose=RUN_PURPOSE,
         target=f"{session_key}:run:{run_id}",
         body=(
             f"[cron:{job.job_id} {job.name}] {job.payload['message']}\n"
             f"本轮输出归档到 archives/{archive_id}/{stamp}/ 并回读校验。"  # D-C17
-            + _confirmed_text_note(job)
+            + (_confirmed_text(job) if text_note else "")
         ),
         idempotency_key=f"{job.job_id}:{fire_at_ms}",
         now=now,
@@ -84,6 +86,8 @@ def _start_run(
         session_key=session_key,
         archive_timestamp=stamp,
         delivery_message_id=message.pk,
+        plan_text_sha256=on_disk,
+        plan_text_note=text_note,
         created_at=now,
     )
     # With overlap allow, runs may be out side by side (D-C24): the marker is the oldest's
@@ -197,19 +201,51 @@ def skip_in_backoff(job: Job, *, up_to: datetime, now: datetime) -> int:
     return record_fire_times(job, span.times, span.more, status=Run.SKIPPED, note=note, now=now)
 
 
-def _confirmed_text_note(job: Job) -> str:
-    """While a newer revision of the entry awaits confirmation, PLAN.md on disk holds
-    text nobody confirmed; the run carries the confirmed entry's text (D-C3)."""
-    entry = job.entry
-    if entry.revision_id == job.confirmation.revision_id:
-        return ""
+def _plan_text_check(job: Job) -> tuple[str, str]:
+    """The SHA-256 of the entry's text in PLAN.md on disk now, and why the run must carry
+    the confirmed text instead ("" when the file says what was confirmed; D-C25).
+
+    The run's first instruction sends the agent to PLAN.md; the confirmation's hash says
+    whether what it reads there is what a person confirmed. An edit no reconcile has
+    recorded yet counts as much as a recorded revision awaiting confirmation (D-C3):
+    either way the text on disk is not confirmed. A file that cannot be read, or has no
+    such entry, confirms nothing either.
+    """
+    confirmation = job.confirmation
+    task_id = str(job.entry.task_id)
+    try:
+        text = plan_file_read(job.entry.plan.archive_id)
+        found = entry_text_sha256(text, task_id) if text is not None else None
+        problem = (
+            "PLAN.md is not there" if text is None
+            else f"PLAN.md has no entry Task_ID {task_id}" if found is None else ""
+        )
+    except (PlanFileError, HostUnavailableError) as exc:
+        found, problem = None, f"PLAN.md could not be read ({exc})"
+    if found is not None and found == confirmation.entry_sha256:
+        return found, ""
+    if not problem:
+        problem = (
+            f"the entry's text in PLAN.md hashes to {(found or '')[:12]}…, not to the confirmed "
+            f"{confirmation.entry_sha256[:12] or '(unknown)'}…"
+        )
+    return found or "", (
+        f"D-C25: {problem}; this run carried the confirmed text of revision "
+        f"{confirmation.revision_number}"
+    )
+
+
+def _confirmed_text(job: Job) -> str:
+    """The confirmed entry's text, for a run whose PLAN.md says something else (D-C3,
+    D-C25): the run is told to follow it, not the file."""
     confirmed = Revision.objects.get(pk=job.confirmation.revision_id)
-    block = _blocks(confirmed.content).get(str(entry.task_id), "")
-    if not block or _blocks(entry.revision.content).get(str(entry.task_id)) == block:
-        return ""
+    try:
+        block = entry_text(confirmed.content, str(job.entry.task_id)) or ""
+    except PlanFileError:  # validated when written: only reached for odd history
+        block = confirmed.content
     return (
-        f"\n注意：PLAN.md 中该 Task_ID 的条目有尚未确认的修订（第 {entry.revision.number} 版）。"
-        f"本次按已确认的第 {confirmed.number} 版执行，其内容如下：\n\n{block.rstrip()}"
+        "\n注意：PLAN.md 中该 Task_ID 的条目与已确认的内容不一致（有尚未确认的修改）。"
+        f"本次按已确认的第 {confirmed.number} 版执行，其内容如下：\n\n{block}"
     )
 
 

@@ -16,6 +16,7 @@ from django.db import IntegrityError, transaction
 
 from plans.conf import plans_conf
 from plans.models import ChangeRequest, Confirmation, Entry, Job, Revision, Turn
+from plans.planfile import PlanFileError, entry_text_sha256
 from plans.policies import SeenTurn, confirmation_verdict, later_turn_problem
 from plans.services._common import (
     _drop_waiting,
@@ -26,6 +27,7 @@ from plans.services._common import (
 )
 from plans.services._revisions import _saw_answerer, _sync_plan
 from plans.services.errors import PlanError, PlanGateError
+from plans.services.expiry import entry_expire_if_due, expired_rule
 from plans.services.jobs import stored_schedule
 
 # --- the gate: confirm, or ask for changes --------------------------------------------------------
@@ -60,7 +62,9 @@ def entry_confirm(
     current one (D-C3), the writing turn (F1), a turn the plan saw before the
     revision, or an agent key for a revision found on disk (D-C18), anything but
     an explicit confirmation (F2, F3), an entry that is blocked or cancelled, a
-    second confirmation.
+    second confirmation, a revision whose wait for a confirmation ran out (D-C25).
+    The confirmation keeps what it binds (D-C25): the SHA-256 of the entry's text in
+    the confirmed PLAN.md and the schedule exactly as the job then runs it.
     """
     person = _person(user)
     if user is not None and person is None:
@@ -68,6 +72,7 @@ def entry_confirm(
     by_agent = person is None and agent_key_issued_at is not None
     found = _entry(task_id)
     _sync_plan(found.plan.archive_id, now=now, turn_id="" if person else turn_id)
+    _expire_if_due(task_id, now=now)
     with transaction.atomic():
         plan, entry = _locked_plan_and_entry(task_id, found)
         current = entry.revision
@@ -80,6 +85,8 @@ def entry_confirm(
             raise PlanGateError("state: the plan is cancelled")
         if entry.state == Entry.BLOCKED:
             raise PlanGateError(f"state: the plan is BLOCKED ({entry.blocked_reason})")
+        if entry.state == Entry.EXPIRED:
+            raise PlanGateError(expired_rule(entry))
         if entry.confirmed_revision_id == current.pk:
             raise PlanGateError(f"revision {current.number} is already confirmed")
         if entry.schedule is None:
@@ -119,6 +126,7 @@ def entry_confirm(
                     entry=entry,
                     revision=current,
                     revision_sha256=current.sha256,
+                    entry_sha256=_entry_sha256(current, entry),
                     revision_turn_id=current.turn_id,
                     revision_number=current.number,
                     revision_author_known=author_known,
@@ -136,6 +144,9 @@ def entry_confirm(
         if person is None:
             _saw_answerer(plan, turn_id, current, role=Turn.CONFIRMER, now=now)
         job = _job_for(entry, confirmation, now=now)
+        # D-C25: the schedule as the job runs it (an every anchored, a stagger resolved).
+        confirmation.schedule = job.schedule
+        confirmation.save(update_fields=["schedule"])
         entry.confirmed_revision = current
         entry.state = Entry.SCHEDULED if job.enabled else Entry.PAUSED
         entry.updated_at = now
@@ -147,6 +158,26 @@ SKIPPED_POLICY_CHANGED = (
     "skipped: a newer confirmed revision changed the schedule or the missed-run policy "
     "while this fire time waited to run"
 )
+
+
+def _expire_if_due(task_id: str, *, now: datetime) -> None:
+    # D-C25, in a transaction of its own: the mark stays when the call is then refused.
+    with transaction.atomic():
+        entry_expire_if_due(_entry(task_id), now=now)
+
+
+def _entry_sha256(revision: Revision, entry: Entry) -> str:
+    """The SHA-256 of the entry's own text in the revision being confirmed (D-C25)."""
+    try:
+        found = entry_text_sha256(revision.content, str(entry.task_id))
+    except PlanFileError as exc:  # recorded revisions verified when written
+        raise PlanError(f"PLAN.md r{revision.number}: {exc}") from exc
+    if found is None:
+        raise PlanGateError(
+            f"Task_ID: {entry.task_id} is not in PLAN.md revision {revision.number}; "
+            "nothing of it can be confirmed"
+        )
+    return found
 
 
 def _job_for(entry: Entry, confirmation: Confirmation, *, now: datetime) -> Job:
@@ -210,6 +241,7 @@ def entry_request_changes(
         raise PlanGateError("only a signed-in person with the plans permission reviews plans")
     if person is None and not turn_id.strip():
         raise PlanError("turnId: required, the conversation turn the user's message comes from")
+    _expire_if_due(task_id, now=now)
     with transaction.atomic():
         plan, entry = _locked_plan_and_entry(task_id)
         if revision != entry.revision.number:
@@ -219,6 +251,9 @@ def entry_request_changes(
             )
         if entry.state == Entry.REMOVED:
             raise PlanGateError("state: the plan is cancelled")
+        if entry.state == Entry.EXPIRED:
+            # Its answer is a new revision: the agent writes the change and asks again.
+            raise PlanGateError(expired_rule(entry))
         change = ChangeRequest.objects.create(
             entry=entry,
             revision=entry.revision,

@@ -278,7 +278,8 @@ def entry_revise(
     Changing a landed plan changes PLAN.md first (F4, F5); the job keeps the
     confirmed revision until the new one is confirmed (D-C3). A change that
     leaves the entry's PLAN.md block as it was is refused: the agreement must
-    be written down.
+    be written down; only an expired revision may be proposed again unchanged
+    (D-C25).
     """
     if not turn_id.strip():
         raise PlanError("turnId: required, the conversation turn the write comes from")
@@ -311,7 +312,9 @@ def entry_revise(
             text = replace_entry(current, file_entry, archive_id=plan.archive_id)
         except PlanFileError as exc:
             raise PlanError(str(exc)) from exc
-        if text == current:
+        # D-C25: an expired revision is proposed again as it is, if need be: its text
+        # is written anew as the next revision, with a wait of its own.
+        if text == current and entry.state != Entry.EXPIRED:
             raise PlanGateError(
                 "F4/F5: the change must be written into the entry's PLAN.md text "
                 "(its ORA or steps); nothing in PLAN.md would change"
@@ -327,6 +330,7 @@ def entry_revise(
         entry.timeout_seconds = _proposed_timeout(proposal)
         entry.state = Entry.AWAITING
         entry.blocked_reason = ""
+        entry.expired_at = None
         entry.updated_at = now
         entry.save()
         return entry

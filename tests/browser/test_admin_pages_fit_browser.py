@@ -111,6 +111,11 @@ def _data(tmp_path: Path, settings: Any, user: User) -> dict[str, str]:
                        run_id="run-" + "9f3c2a" * 6, revision=confirmed.revision, status="ok",
                        duration_ms=48_213, delivered=True, delivery_status="delivered",
                        archive_timestamp="2026-03-09_09-00-00", finished_at=now)
+    # The timeline's other rows: a fire time missed, with its reason (issue 23 C1).
+    Run.objects.create(job=job, fire_at_ms=int(now.timestamp() * 1000) - 2 * 86_400_000,
+                       run_id="run-" + "7a1b" * 9, revision=confirmed.revision, status="missed",
+                       error="missed: the scheduler was not running at this fire time",
+                       finished_at=now)
 
     register: dict[str, Any] = {"goal": "确认表结构", "done_when": "迁移完成", "blocked_when": "缺权限",
                 "boundary": "数据库", "note": "读取迁移日志", "by": "agent"}
@@ -149,6 +154,7 @@ def _data(tmp_path: Path, settings: Any, user: User) -> dict[str, str]:
         "plans": "/admin/plans/entry/",
         "review": f"/admin/plans/entry/{confirmed.pk}/change/",
         "awaiting-review": f"/admin/plans/entry/{waiting.pk}/change/",
+        "timeline": f"/admin/plans/entry/{confirmed.pk}/timeline/",
         "plan-files": "/admin/plans/plan/",
         "runs": "/admin/plans/run/",
         "board": "/admin/longrun/longtask/",

@@ -248,3 +248,35 @@ def test_a_service_stopped_across_fire_times_catches_up_when_it_starts_again(
     # start-up may have added some before the first run, too).
     stopped_ms = int(stopped_at.timestamp() * 1000)
     assert any(ms > stopped_ms for ms, status in fire_times if status == Run.MISSED), fire_times
+
+
+def test_a_confirmation_racing_the_expiry_ends_one_way_or_the_other(workspace):
+    # D-C25: the tick's compare-and-swap UPDATE and a confirmation holding the entry's row
+    # never both win: a job with an expired entry, or an expiry row beside a job, is wrong.
+    from plans.models import Expiry
+    from plans.services.expiry import entries_expire
+
+    outcomes = set()
+    for _ in range(6):
+        entry = _propose()
+        deadline = entry.revision.written_at + timedelta(days=7)
+
+        def confirm(entry: Entry = entry, at: Any = deadline - timedelta(seconds=1)) -> Any:
+            return entry_confirm(task_id=str(entry.task_id), revision=1, message="确认",
+                                 turn_id="turn-3", now=at)
+
+        def expire(after: Any = deadline + timedelta(seconds=1)) -> Any:
+            return entries_expire(now=after)
+
+        results = run_together([_outcome(confirm), _outcome(expire)])
+        entry.refresh_from_db()
+        expired = Expiry.objects.filter(entry=entry).exists()
+        if isinstance(results[0], Job):
+            assert entry.state == Entry.SCHEDULED and not expired, results
+            outcomes.add("confirmed")
+        else:
+            assert str(results[0]).startswith("D-C25: revision 1 "), results
+            assert entry.state == Entry.EXPIRED and expired
+            assert not Job.objects.filter(entry=entry).exists()
+            outcomes.add("expired")
+    assert outcomes

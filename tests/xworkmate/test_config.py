@@ -72,6 +72,7 @@ EXPECTED_DEFAULTS = {
         "确认", "确认创建", "确认执行", "可以创建定时任务了", "按这个建 Cron", "按这个建Cron",
         "同意", "就这样",
     ),
+    ("plans", "confirmation_expiry"): timedelta(days=7),
     ("longrun", "trigger_phrases"): ("长任务模式", "进入长任务模式"),
     ("delivery", "max_body_bytes"): 65536,
     ("delivery", "retry_first"): timedelta(seconds=30),

@@ -48,7 +48,8 @@ class Command(BaseCommand):
                 f"skipped {tick.skipped} fire time(s) of jobs still running (D-C20), "
                 f"cleared {tick.cleared} stuck marker(s), "
                 f"counted {tick.schedule_errors} schedule error(s), "
-                f"ended {tick.timed_out} timed-out run(s)"
+                f"ended {tick.timed_out} timed-out run(s), "
+                f"expired {tick.expired} revision(s) awaiting confirmation (D-C25)"
             )
             return
         report = plans_reconcile(now=timezone.now())
