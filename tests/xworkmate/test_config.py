@@ -92,6 +92,7 @@ EXPECTED_DEFAULTS = {
     ("longrun", "archive_after"): timedelta(days=7),
     ("longrun", "max_live_tasks_per_session"): 20,
     ("longrun", "max_resumes_per_day"): 24,
+    ("longrun", "escalate_after_recoveries"): 3,
 }
 
 
