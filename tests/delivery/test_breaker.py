@@ -16,13 +16,14 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from tests.conftest import configure
+from tests.conftest import ApiClient, configure
 from tests.delivery.conftest import Receiver, use_channels
 from xworkmate.config import ConfigError, DeliveryChannel
 from xworkmate.delivery.breaker_rules import Answer, after_answers, fallback_route
 from xworkmate.delivery.models import Breaker, Message
 from xworkmate.delivery.services import breakers_tick, outbox_enqueue
 from xworkmate.delivery.tasks import deliver, dispatch
+from xworkmate.services import api_key_create
 from xworkmate.wiring import parse_config_text
 
 PURPOSE = "longrun.progress"
@@ -252,6 +253,31 @@ def test_without_a_fallback_the_messages_are_held_and_say_why(db, settings, rece
     dispatch_all()
     assert sorted(_payloads(receiver)[THRESHOLD:]) == ["m1", "m2", "m3"]
     assert set(Message.objects.filter(purpose=PURPOSE).values_list("status", flat=True)) == {"sent"}
+
+
+def test_a_record_fallback_hands_the_messages_and_the_notice_to_the_bridge(db, settings, receiver):
+    use_channels(
+        settings,
+        DeliveryChannel(name="primary", kind="webhook", url=receiver.url, fallback="record"),
+        routes={PURPOSE: "primary"},
+    )
+    configure(settings, "delivery", breaker_failures=2)
+    receiver.status = 502
+    for key in ("m1", "m2"):
+        deliver(_enqueue(key).pk)  # one session: the bridge fetches both for it
+    dispatch()
+    _, token = api_key_create(name="bridge", scopes=["delivery:write"])
+    bridge = ApiClient(token)
+    waiting = bridge.get("/api/delivery/pending?sessionKey=agent:main:main").json()["messages"]
+    assert [(m["purpose"], m["idempotencyKey"]) for m in waiting] == [
+        (PURPOSE, "m1"),
+        (PURPOSE, "m2"),
+        ("delivery.breaker", "breaker:primary:1:opened"),
+    ]
+    assert waiting[2]["message"].startswith("Delivery circuit breaker OPEN on channel primary")
+    for shown in waiting:
+        assert bridge.post(f"/api/delivery/{shown['id']}/ack").json()["acknowledged"] is True
+    assert set(Message.objects.values_list("status", flat=True)) == {"sent"}
 
 
 def test_a_message_whose_outcome_is_unknown_is_never_moved(db, settings, receiver, fallback):
