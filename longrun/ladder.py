@@ -41,9 +41,18 @@ def ladder_climb(
     at: datetime,
     by: str,
     message_id: int | None = None,
+    once_since: datetime | None = None,
 ) -> list[LadderStep]:
     """Record `done` (a rung, or BLOCKED_BY_MISSES) and, when this episode earned it and has
-    not had it, the person told; the steps written, in order."""
+    not had it, the person told; the steps written, in order.
+
+    `once_since`: the rung is recorded once from then on (a planned resume is planned
+    again at every keepalive run of one idle spell; the ladder shows the spell once).
+    """
+    if once_since is not None and LadderStep.objects.filter(
+        task=task, rung=done, at__gte=once_since
+    ).exists():
+        return []
     rules = longrun_rules()
     since = episode_start(task, task.created_at)
     in_episode = LadderStep.objects.filter(task=task, at__gte=since)

@@ -119,6 +119,7 @@ def _resume(task: LongTask, *, now: datetime, rules: Rules, by: str) -> dict[str
         at=now,
         by=by,
         message_id=message_id,
+        once_since=latest,
     )
     return dispatch
 

@@ -135,6 +135,16 @@ def test_nudge_resume_recover_then_a_person_told_after_three_recoveries(ops, set
     assert len(_told()) == 2 and _told()[1].idempotency_key != _told()[0].idempotency_key
 
 
+def test_a_resume_planned_at_every_run_of_one_idle_spell_is_one_rung(db):
+    task_set(next_check="等CI")  # longrun.auto_resume off: resumes are only planned
+    for seconds in (61, 121, 181):
+        services.keepalive_run_once(now=at(seconds=seconds))
+    assert [(rung, reason.rsplit("; ", 1)[1]) for rung, reason in _rungs()] == [(RESUME, "planned")]
+    services.task_progress_record(name="A", outcome="touch", by="agent", now=at(seconds=200))
+    services.keepalive_run_once(now=at(seconds=262))  # a new idle spell
+    assert [rung for rung, _ in _rungs()] == [RESUME, RESUME]
+
+
 def test_a_task_blocked_after_three_undelivered_heartbeats_tells_a_person(ops):
     task_set()
     services.heartbeat_run_once(now=at(minutes=3))
