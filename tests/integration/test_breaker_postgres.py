@@ -92,7 +92,6 @@ def test_racing_workers_open_the_breaker_once_and_tell_once(receivers):
 
 
 def test_racing_ticks_move_each_message_once_and_pick_one_probe(receivers):
-    primary, backup = receivers
     first = [_enqueue(f"m{i}") for i in range(3)]
     for message in first:
         deliver(message.pk)
