@@ -217,7 +217,10 @@ def _detail_context(task: LongTask) -> dict[str, Any]:
     rules = longrun_rules()
     verdict = watchdog_verdict(task, now, rules.stale)
     events = list(task.events.order_by("-at", "-id")[:HISTORY_SHOWN])
+    # D-B30: the escalation ladder, oldest rung first (the order it was climbed).
+    ladder = list(task.ladder.order_by("-at", "-id")[:HISTORY_SHOWN])[::-1]
     message_ids = {event.message_id for event in events if event.message_id is not None}
+    message_ids |= {step.message_id for step in ladder if step.message_id is not None}
     if task.heartbeat_message_id is not None:
         message_ids.add(task.heartbeat_message_id)
     return {
@@ -247,6 +250,7 @@ def _detail_context(task: LongTask) -> dict[str, Any]:
             (_local(t.at), t) for t in task.transitions.order_by("-at", "-id")[:HISTORY_SHOWN]
         ],
         "events": [(_local(event.at), event) for event in events],
+        "ladder": [(_local(step.at), step) for step in ladder],
         "outbox": [
             {
                 "message": message,

@@ -37,6 +37,7 @@ class LongrunConf:
     archive_after: timedelta
     max_live_tasks_per_session: int
     max_resumes_per_day: int
+    escalate_after_recoveries: int
 
 
 SECTION: Section[LongrunConf] = Section(
@@ -79,6 +80,11 @@ SECTION: Section[LongrunConf] = Section(
             24,
             int_at_least(1),
             doc="automatic resumes of a task in 24 h; past them it waits for a person (D-B29)",
+        ),
+        "escalate_after_recoveries": Key(
+            3,
+            int_at_least(1),
+            doc="watchdog recoveries without visible progress before a person is told (D-B30)",
         ),
     },
 )

@@ -19,6 +19,7 @@ from django.db import models
 from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
 
+from longrun.policies.ladder import NUDGE, RECOVER, RESUME, TELL
 from longrun.policies.states import (
     ACTIVE_STATES,
     ANALYZING,
@@ -312,3 +313,48 @@ class TaskEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} at {self.at:%Y-%m-%d %H:%M:%S}"
+
+
+class LadderStep(models.Model):
+    """One rung of a task's escalation ladder (D-B30): which, when, why, and its message.
+
+    Written by the monitors (nudge, resume, recover) and by the ladder itself
+    (tell); the task's page lists them in order. A `tell` is once per episode
+    (since the last visible progress); the unique idempotency key of its outbox
+    message makes a second one from a racing worker the same message.
+    """
+
+    RUNG_CHOICES = (
+        (NUDGE, _("nudge: progress due")),
+        (RESUME, _("resume: idle")),
+        (RECOVER, _("recover: overdue")),
+        (TELL, _("a person told")),
+    )
+
+    task = models.ForeignKey(
+        LongTask,
+        on_delete=models.CASCADE,
+        related_name="ladder",
+        verbose_name=_("task"),
+        db_index=False,
+    )
+    at = models.DateTimeField(_("at"))
+    by = models.CharField(_("by"), max_length=200)
+    rung = models.CharField(_("rung"), max_length=16, choices=RUNG_CHOICES)
+    reason = models.TextField(_("why"), blank=True)
+    message_id = models.BigIntegerField(_("outbox message"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("escalation step")
+        verbose_name_plural = _("escalation steps")
+        ordering = ("task", "at", "id")
+        indexes = [models.Index(fields=["task", "at"], name="longrun_ladder_task")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(rung__in=(NUDGE, RESUME, RECOVER, TELL)),
+                name="longrun_ladder_rung_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.rung} at {self.at:%Y-%m-%d %H:%M:%S}"

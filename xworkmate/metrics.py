@@ -49,7 +49,7 @@ from rest_framework.views import APIView
 from xworkmate.admin_login import client_ip
 from xworkmate.auth import caller_of
 from xworkmate.config.kernel import SERVICE
-from xworkmate.delivery.selectors import outbox_metrics
+from xworkmate.delivery.selectors import breaker_states, outbox_metrics
 from xworkmate.policies import METRICS_READ
 from xworkmate.selectors import beat_lease_row
 from xworkmate.supervisor import STATE_FILE
@@ -141,6 +141,24 @@ class KernelCollector(Collector):
             oldest.add_metric([channel], age_seconds(now, created))
         yield messages
         yield oldest
+
+        # D-K33: 1 for each channel's current breaker state (0 for the other two).
+        breaker = GaugeMetricFamily(
+            "xworkmate_delivery_breaker_state",
+            "Circuit breaker of a channel: 1 for its current state (closed, open, half_open)",
+            labels=["channel", "state"],
+        )
+        failures = GaugeMetricFamily(
+            "xworkmate_delivery_breaker_consecutive_failures",
+            "Failed sends in a row on a channel, as its circuit breaker counts them",
+            labels=["channel"],
+        )
+        for channel, shown in breaker_states().items():
+            for state in ("closed", "open", "half_open"):
+                breaker.add_metric([channel, state], 1 if shown["state"] == state else 0)
+            failures.add_metric([channel], float(str(shown["consecutive_failures"])))
+        yield breaker
+        yield failures
 
         holder = GaugeMetricFamily(
             "xworkmate_beat_lease_holder",

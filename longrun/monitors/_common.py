@@ -14,9 +14,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from longrun._rows import PROGRESS_PURPOSE, _already_queued, _log, _message_key
+from longrun.ladder import ladder_climb
 from longrun.models import LIVE, LongTask, TaskEvent
 from longrun.policies import reports
 from longrun.policies.answers import LongrunError
+from longrun.policies.ladder import NUDGE
 from longrun.policies.timing import PROGRESS, progress_slot, recently_unknown, watchdog_verdict
 from xworkmate.claims import claim_row
 from xworkmate.delivery.services import outbox_enqueue
@@ -104,4 +106,6 @@ def _heartbeat(
     )
     task.heartbeat_message_id = message.pk
     task.save(update_fields=["heartbeat_message_id"])
+    # D-B30: the ladder's first rung.
+    ladder_climb(task, NUDGE, reason=verdict.reason, at=now, by=by, message_id=message.pk)
     return "queued", body

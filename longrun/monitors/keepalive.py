@@ -15,10 +15,12 @@ from longrun._rows import (
     _save,
     _transition,
 )
+from longrun.ladder import ladder_climb
 from longrun.models import LongTask, TaskEvent
 from longrun.monitors._common import _claim, _reported_in
 from longrun.policies.answers import EXIT_ACTION, EXIT_NO_KEY, EXIT_OK, Answer, LongrunError
 from longrun.policies.facts import Rules
+from longrun.policies.ladder import RESUME
 from longrun.policies.messages import (
     KEEPALIVE_PLANNED_NOTE,
     KEEPALIVE_RUN_NOTE,
@@ -109,6 +111,16 @@ def _resume(task: LongTask, *, now: datetime, rules: Rules, by: str) -> dict[str
             message_hash=message_hash,
         )
     _save(task, rules, fields)
+    # D-B30: the second rung, whether the resume was queued or only planned.
+    ladder_climb(
+        task,
+        RESUME,
+        reason=f"idle_timeout (idle {idle_for}s, {source}); {dispatch['status']}",
+        at=now,
+        by=by,
+        message_id=message_id,
+        once_since=latest,
+    )
     return dispatch
 
 

@@ -10,11 +10,13 @@ from typing import Any
 from django.db.models import Q
 
 from longrun._rows import RECOVERY_PURPOSE, _already_queued, _log, _message_key
+from longrun.ladder import ladder_climb
 from longrun.models import LongTask, TaskEvent
 from longrun.monitors._common import _claim, _heartbeat, _reported_in
 from longrun.policies import reports
 from longrun.policies.answers import EXIT_ACTION, EXIT_OK, Answer
 from longrun.policies.facts import Rules
+from longrun.policies.ladder import RECOVER
 from longrun.policies.states import ACTIVE_STATES
 from longrun.policies.timing import (
     PROGRESS,
@@ -75,6 +77,8 @@ def _recover(
         return payload
     payload["status"] = "queued"
     _log(task, TaskEvent.QUEUED, at=now, by=by, purpose=RECOVERY_PURPOSE, message_id=message.pk)
+    # D-B30: the third rung; the ladder tells a person after enough of them.
+    ladder_climb(task, RECOVER, reason=verdict.reason, at=now, by=by, message_id=message.pk)
     return payload
 
 

@@ -87,3 +87,4 @@ class Rules:
     archive_after: timedelta  # age of a finished task cleanup archives (D-B16)
     max_live_tasks: int  # tasks not done one session key may have (D-B26)
     max_resumes_per_day: int = 24  # automatic resumes of a task in 24 h (D-B29)
+    escalate_after_recoveries: int = 3  # recoveries in an episode before a person is told (D-B30)

@@ -37,6 +37,7 @@ def longrun_rules() -> Rules:
         archive_after=section.archive_after,
         max_live_tasks=section.max_live_tasks_per_session,
         max_resumes_per_day=section.max_resumes_per_day,
+        escalate_after_recoveries=section.escalate_after_recoveries,
     )
 
 

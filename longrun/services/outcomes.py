@@ -18,6 +18,7 @@ from longrun._rows import (
     _save,
     _task_id_of,
 )
+from longrun.ladder import ladder_after_misses
 from longrun.models import LongTask, TaskEvent
 from longrun.policies.messages import KEEPALIVE_RESUMED_NOTE
 from longrun.policies.timing import whole_second
@@ -67,6 +68,7 @@ def progress_outcome_record(message: RecordedMessage, outcome: Outcome, final: b
     fields += _block_if_too_many_misses(
         task, outcome.value, logged_error, at=at, by=_BY_DELIVERY, rules=rules
     )
+    ladder_after_misses(task, fields, at=at, by=_BY_DELIVERY)  # D-B30: a person may be told
     _log(
         task,
         outcome.value,

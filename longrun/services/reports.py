@@ -23,6 +23,7 @@ from longrun._rows import (
     _save,
     _too_many_misses,
 )
+from longrun.ladder import ladder_after_misses
 from longrun.models import SHA256_LENGTH, LongTask, TaskEvent
 from longrun.policies import reports
 from longrun.policies.answers import EXIT_OK, Answer
@@ -153,6 +154,7 @@ def task_progress_record(
         fields += _block_if_too_many_misses(
             task, outcome, logged_error, at=now, by=by, rules=rules
         )
+        ladder_after_misses(task, fields, at=now, by=by)  # D-B30: a person may be told
         return fields, {
             "kind": SENT if outcome == "touch" else outcome,
             "at": now,

@@ -81,6 +81,8 @@ EXPECTED_DEFAULTS = {
     ("delivery", "dispatch_grace"): timedelta(seconds=30),
     ("delivery", "batch_size"): 50,
     ("delivery", "sends_in_flight"): 8,
+    ("delivery", "breaker_failures"): 5,
+    ("delivery", "breaker_cooldown"): timedelta(minutes=5),
     ("longrun", "progress_every"): timedelta(minutes=3),
     ("longrun", "idle"): timedelta(seconds=60),
     ("longrun", "stale"): timedelta(minutes=10),
@@ -91,6 +93,7 @@ EXPECTED_DEFAULTS = {
     ("longrun", "archive_after"): timedelta(days=7),
     ("longrun", "max_live_tasks_per_session"): 20,
     ("longrun", "max_resumes_per_day"): 24,
+    ("longrun", "escalate_after_recoveries"): 3,
 }
 
 
@@ -230,7 +233,7 @@ enabled = false
         ("[[delivery.channels]]\nname = 'oc'\nkind = 'openclaw'\nbinary = 'sh'\nsessions_index = '/nonexistent/sessions.json'", "delivery.channels[0].sessions_index: cannot read /nonexistent/sessions.json"),
         ("[delivery]\nfoo = 1", "delivery.foo: unknown key"),
         ("[delivery.routes]\n'plans.run' = 'nowhere'", "delivery.routes.plans.run: no channel named 'nowhere' (channels: record)"),
-        ("[delivery.routes]\n'plans.walk' = 'record'", "delivery.routes.plans.walk: unknown purpose (known: plans.run, longrun.progress, longrun.resume, longrun.recovery)"),
+        ("[delivery.routes]\n'plans.walk' = 'record'", "delivery.routes.plans.walk: unknown purpose (known: plans.run, longrun.progress, longrun.resume, longrun.recovery, longrun.escalation)"),
         ("[delivery]\nmax_attempts = 0", "delivery.max_attempts: must be an integer >= 1 (got 0)"),
         ("[delivery]\nbatch_size = 0", "delivery.batch_size: must be an integer >= 1 (got 0)"),
         ("[[periodic_jobs]]\nname = 'x'\nevery = '1m'", "periodic_jobs[x].task: required"),

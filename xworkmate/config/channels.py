@@ -31,6 +31,7 @@ class DeliveryChannel:
     read_timeout: timedelta = timedelta(seconds=10)
     binary: str = "openclaw"
     sessions_index: str = DEFAULT_SESSIONS_INDEX
+    fallback: str = ""  # D-K33: where its messages go while its breaker is open
 
 
 def check_table(
@@ -68,10 +69,12 @@ def build_delivery(
     if not isinstance(items, list):
         problems.append("delivery.channels: must be an array of tables ([[delivery.channels]])")
         items = []
+    indexes: dict[str, int] = {}
     for index, item in enumerate(items):
         channel = _build_channel(f"delivery.channels[{index}]", item, channels, problems)
         if channel is not None:
             channels.append(channel)
+            indexes[channel.name] = index
     names = {channel.name for channel in channels}
     # Channels declared but refused by their own checks: a route naming one is not a
     # second problem (the channel's own line says what is wrong with it).
@@ -79,6 +82,7 @@ def build_delivery(
         item["name"] for item in items
         if isinstance(item, dict) and isinstance(item.get("name"), str)
     } - names
+    _check_fallbacks(channels, indexes, refused, problems)
     given = raw.get("routes", {})
     if not isinstance(given, dict):
         problems.append("delivery.routes: must be a table ([delivery.routes])")
@@ -128,6 +132,37 @@ def _build_channel(
     if any(p.startswith(f"{where}.") for p in problems):
         return None
     return DeliveryChannel(**checked)
+
+
+def _check_fallbacks(
+    channels: list[DeliveryChannel],
+    indexes: dict[str, int],
+    refused: set[str],
+    problems: list[str],
+) -> None:
+    """Each `fallback` names another channel, and following them never comes back (D-K33)."""
+    names = {channel.name for channel in channels}
+    fallbacks = {c.name: c.fallback for c in channels if c.fallback}
+    for channel in channels:
+        where = f"delivery.channels[{indexes.get(channel.name, 0)}].fallback"
+        if not channel.fallback or channel.fallback in refused:
+            continue
+        if channel.fallback == channel.name:
+            problems.append(f"{where}: must name another channel, not {channel.name!r} itself")
+        elif channel.fallback not in names:
+            problems.append(
+                f"{where}: no channel named {channel.fallback!r} "
+                f"(channels: {', '.join(sorted(names))})"
+            )
+        else:
+            chain = [channel.name]
+            step = channel.fallback
+            while step in fallbacks and step not in chain:
+                chain.append(step)
+                step = fallbacks[step]
+            if step in chain:
+                loop = " -> ".join([*chain[chain.index(step):], step])
+                problems.append(f"{where}: fallbacks must not form a cycle ({loop})")
 
 
 def _check_openclaw(where: str, checked: dict[str, Any], problems: list[str]) -> None:

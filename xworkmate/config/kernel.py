@@ -39,7 +39,17 @@ DATABASE_SCHEMES = ("sqlite", "postgres", "postgresql")
 BROKER_SCHEMES = ("filesystem", "redis", "rediss", "amqp", "pyamqp")
 DELIVERY_KINDS = ("record", "webhook", "openclaw")
 # What the service sends, each routed to one channel by [delivery.routes].
-DELIVERY_PURPOSES = ("plans.run", "longrun.progress", "longrun.resume", "longrun.recovery")
+DELIVERY_PURPOSES = (
+    "plans.run",
+    "longrun.progress",
+    "longrun.resume",
+    "longrun.recovery",
+    # A person told that a long task needs them (the escalation ladder's last rung, D-B30).
+    "longrun.escalation",
+)
+# The outbox's own notices (a channel's circuit breaker opened or closed, D-K33): sent on
+# the channel's fallback, never through a route, so [delivery.routes] does not take it.
+BREAKER_PURPOSE = "delivery.breaker"
 # The channel that needs no server: messages wait for the bridge to fetch them.
 RECORD_CHANNEL = "record"
 DEFAULT_SESSIONS_INDEX = "~/.openclaw/agents/main/sessions/sessions.json"
@@ -379,6 +389,8 @@ class DeliveryConf:
     dispatch_grace: timedelta
     batch_size: int
     sends_in_flight: int
+    breaker_failures: int
+    breaker_cooldown: timedelta
 
 
 DELIVERY = Section(
@@ -410,6 +422,17 @@ DELIVERY = Section(
             int_at_least(1, 64),
             doc="sends a batch keeps in flight at once (never two for one session)",
         ),
+        # D-K33: the channel's circuit breaker.
+        "breaker_failures": Key(
+            5,
+            int_at_least(1),
+            doc="consecutive failed sends on a channel before its circuit breaker opens",
+        ),
+        "breaker_cooldown": Key(
+            timedelta(minutes=5),
+            check_duration,
+            doc="how long an open breaker waits before one probe send to its channel",
+        ),
     },
 )
 
@@ -425,12 +448,14 @@ CHANNEL_SCHEMA: dict[str, Key] = {
     # openclaw (read_timeout bounds the process too)
     "binary": Key("openclaw", check_nonempty_str),
     "sessions_index": Key(DEFAULT_SESSIONS_INDEX, check_nonempty_str),
+    # where this channel's messages go while its circuit breaker is open (D-K33)
+    "fallback": Key("", check_nonempty_str),
 }
 # Which keys each kind takes (beyond name and kind); required ones first.
 CHANNEL_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "record": ((), ()),
-    "webhook": (("url",), ("secret", "connect_timeout", "read_timeout")),
-    "openclaw": ((), ("binary", "sessions_index", "read_timeout")),
+    "webhook": (("url",), ("secret", "connect_timeout", "read_timeout", "fallback")),
+    "openclaw": ((), ("binary", "sessions_index", "read_timeout", "fallback")),
 }
 
 JOB_SCHEMA: dict[str, Key] = {

@@ -19,7 +19,7 @@ from django.utils.translation import gettext_lazy as _
 
 from xworkmate.admin import ReadOnlyMixin, clipped
 from xworkmate.auth import Caller
-from xworkmate.delivery.models import Attempt, Message
+from xworkmate.delivery.models import Attempt, Breaker, Message
 from xworkmate.delivery.services import DeliveryError, channel_deduplicates, message_request_resend
 
 # How much of the last error the list shows; the message's page shows all of it.
@@ -72,6 +72,8 @@ class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):  # type: ignore[type-arg]
         "next_attempt_at",
         "sent_at",
         "last_error",
+        "routed_from",
+        "route_note",
         "resend_requested_by",
         "claimed_by",
         "claim_expires_at",
@@ -210,3 +212,39 @@ class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):  # type: ignore[type-arg]
                 % {"count": unrouted},
                 messages.ERROR,
             )
+
+
+@admin.register(Breaker)
+class BreakerAdmin(ReadOnlyMixin, admin.ModelAdmin):  # type: ignore[type-arg]
+    """Each pushed channel's circuit breaker (D-K33): read-only; the outbox opens,
+    probes and closes it from the sends' answers."""
+
+    list_display = (
+        "channel",
+        "state",
+        "failures",
+        "opened_at",
+        "probe_after",
+        "times_opened",
+        "changed_at",
+        "short_note",
+    )
+    list_filter = ("state",)
+    readonly_fields = (
+        "channel",
+        "state",
+        "failures",
+        "last_error",
+        "last_target",
+        "opened_at",
+        "probe_after",
+        "probe_message_id",
+        "times_opened",
+        "changed_at",
+        "note",
+    )
+    fields = readonly_fields
+
+    @admin.display(description=_("what happened last"))
+    def short_note(self, obj: Breaker) -> str:
+        return Truncator(obj.note).chars(ERROR_COLUMN_CHARS * 2)

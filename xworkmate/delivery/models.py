@@ -55,6 +55,11 @@ class Message(models.Model):
     # leaves the claim to expire; the message is then claimable again, unchanged.
     claimed_by = models.CharField(_("claimed by"), max_length=64, blank=True)
     claim_expires_at = models.DateTimeField(_("claim expires at"), null=True, blank=True)
+    # D-K33: the channel the message was first routed to, when its circuit breaker moved
+    # it to `channel` (its fallback); and what the breaker did with it, in words: moved
+    # (where, when, why) or held (why, until when). Blank when no breaker touched it.
+    routed_from = models.CharField(_("moved from channel"), max_length=64, blank=True)
+    route_note = models.TextField(_("circuit breaker note"), blank=True)
     # A person asked for another send (admin action); the next attempt records who.
     resend_requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -156,3 +161,54 @@ class Attempt(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.number} {self.outcome or 'in flight'}"
+
+
+class Breaker(models.Model):
+    """The circuit breaker of one pushed channel (D-K33); a row exists once a send failed.
+
+    `closed`: sends go out, consecutive failures are counted (a sent one resets
+    them). `open`: no send to the channel; its messages go to its fallback or are
+    held, until `probe_after`. `half_open`: one probe send (`probe_message_id`) is
+    allowed; its answer closes the breaker or opens it again. Every change is one
+    conditional UPDATE or happens under the row's lock, so two workers never
+    open, probe or close it twice.
+    """
+
+    CLOSED = "closed"
+    OPEN = "open"
+    HALF_OPEN = "half_open"
+    STATES = ((CLOSED, _("closed")), (OPEN, _("open")), (HALF_OPEN, _("half-open (probing)")))
+
+    channel = models.CharField(_("channel"), max_length=64, unique=True)
+    state = models.CharField(_("state"), max_length=16, choices=STATES, default=CLOSED)
+    failures = models.PositiveIntegerField(_("consecutive failed sends"), default=0)
+    last_error = models.TextField(_("last error"), blank=True)
+    last_target = models.CharField(
+        _("session of the last failed send"), max_length=KEY_MAX_LENGTH, blank=True
+    )
+    opened_at = models.DateTimeField(_("opened at"), null=True, blank=True)
+    probe_after = models.DateTimeField(_("probe after"), null=True, blank=True)
+    probe_message_id = models.BigIntegerField(_("probe (outbox id)"), null=True, blank=True)
+    times_opened = models.PositiveIntegerField(_("times opened"), default=0)
+    changed_at = models.DateTimeField(_("changed at"), default=timezone.now)
+    note = models.TextField(_("what happened last"), blank=True)
+
+    class Meta:
+        verbose_name = _("channel circuit breaker")
+        verbose_name_plural = _("channel circuit breakers")
+        ordering = ("channel",)
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(state__in=("closed", "open", "half_open")),
+                name="delivery_breaker_state_valid",
+            ),
+            # Open or probing: since when and until when it waits.
+            models.CheckConstraint(
+                condition=models.Q(state="closed")
+                | models.Q(opened_at__isnull=False, probe_after__isnull=False),
+                name="delivery_breaker_open_has_times",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.channel} ({self.state})"

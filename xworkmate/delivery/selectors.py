@@ -7,10 +7,14 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db.models import Count, Min, QuerySet
+from django.utils.translation import gettext as _
 
-from xworkmate.delivery.models import Message
+from xworkmate.cards import AdminNotice
+from xworkmate.delivery.models import Breaker, Message
 
 __all__ = [
+    "breaker_notices",
+    "breaker_states",
     "messages_with_ids",
     "outbox_metrics",
     "outbox_summary",
@@ -44,7 +48,52 @@ def outbox_summary(now: datetime) -> dict[str, object]:
         "oldest_pending_age_seconds": (
             round((now - created).total_seconds(), 1) if created is not None else None
         ),
+        # D-K33: every channel that has a breaker row, closed ones included.
+        "breakers": breaker_states(),
     }
+
+
+def breaker_states() -> dict[str, dict[str, object]]:
+    """Each channel's circuit breaker (D-K33): state, failures in a row, since and until when."""
+    return {
+        b.channel: {
+            "state": b.state,
+            "consecutive_failures": b.failures,
+            "opened_at": b.opened_at.isoformat() if b.opened_at else None,
+            "probe_after": b.probe_after.isoformat() if b.probe_after else None,
+        }
+        for b in Breaker.objects.order_by("channel")
+    }
+
+
+def breaker_notices() -> list[AdminNotice]:
+    """For the admin's landing page: one line per channel whose breaker is not closed."""
+    notices = []
+    for breaker in Breaker.objects.exclude(state=Breaker.CLOSED).order_by("channel"):
+        fallback = next(
+            (c.fallback for c in settings.XWORKMATE.delivery_channels
+             if c.name == breaker.channel and c.fallback),
+            "",
+        )
+        if breaker.state == Breaker.OPEN:
+            text = _(
+                "Channel %(channel)s: circuit breaker open after %(failures)d failed sends "
+                "(last: %(error)s)."
+            )
+        else:
+            text = _("Channel %(channel)s: circuit breaker half-open, a probe send decides.")
+        text %= {
+            "channel": breaker.channel,
+            "failures": breaker.failures,
+            "error": breaker.last_error or "-",
+        }
+        where = (
+            _("Its messages go to %(fallback)s.") % {"fallback": fallback}
+            if fallback
+            else _("No fallback channel: its messages wait.")
+        )
+        notices.append(AdminNotice("admin:delivery_breaker_changelist", f"{text} {where}"))
+    return notices
 
 
 def outbox_metrics() -> tuple[dict[tuple[str, str], int], dict[str, datetime]]:

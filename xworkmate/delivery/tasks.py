@@ -13,6 +13,7 @@ from xworkmate.config.kernel import DELIVERY, unknown_cooldown
 from xworkmate.delivery.services import (
     DELIVER_TASK,
     attempts_close_abandoned,
+    breakers_tick,
     deliveries_run,
     messages_claim,
 )
@@ -88,6 +89,9 @@ def dispatch() -> int:
     # No task that started a send before this can still be sending: Celery has
     # killed it at its time limit. Its attempt is closed, and says so.
     attempts_close_abandoned(timezone.now(), older_than=ABANDONED_AFTER)
+    # D-K33: probe the channels whose breaker cooled down; move or hold the messages
+    # of the open ones before this run claims what is due.
+    breakers_tick(timezone.now())
     sent = 0
     limit = DELIVERY.of(settings.XWORKMATE).batch_size
     started = time.monotonic()

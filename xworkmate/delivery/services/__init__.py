@@ -37,6 +37,7 @@ from xworkmate.delivery.services._common import (
 )
 from xworkmate.delivery.services.acknowledge import message_acknowledge, message_request_resend
 from xworkmate.delivery.services.batch import deliveries_run, sends_begin
+from xworkmate.delivery.services.breaker import breakers_tick
 from xworkmate.delivery.services.claim import (
     CLAIM_LEASE,
     Claimed,
@@ -61,6 +62,7 @@ __all__ = [
     "SendOutcome",
     "Started",
     "attempts_close_abandoned",
+    "breakers_tick",
     "channel_config",
     "channel_deduplicates",
     "deliveries_run",

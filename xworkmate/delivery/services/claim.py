@@ -31,6 +31,7 @@ from django.db.models import Q, QuerySet
 from xworkmate.delivery.channels.base import Envelope, Outcome, Result
 from xworkmate.delivery.models import NEW_FOR_A_WORKER, Message
 from xworkmate.delivery.services._common import _channel
+from xworkmate.delivery.services.breaker import breaker_sendable
 
 # Named as when the write path was one module (its log lines keep their logger).
 logger = logging.getLogger("xworkmate.delivery.services")
@@ -81,7 +82,10 @@ def unclaimed(now: datetime) -> Q:
 
 
 def _claimable(new: bool, now: datetime, limit: int) -> QuerySet[Message]:
-    locked = Message.objects.select_for_update(skip_locked=True).filter(unclaimed(now))
+    # D-K33: nothing of a channel whose circuit breaker is open, but its probe.
+    locked = Message.objects.select_for_update(skip_locked=True).filter(
+        unclaimed(now), breaker_sendable()
+    )
     if new:
         # A worker asked at enqueue: the oldest new messages waiting, whatever their
         # grace, that one or not. Each task sends whatever is waiting when it runs,

@@ -58,6 +58,13 @@ def outbox_enqueue(
     """
     target, body, key = _checked(purpose, target, body, idempotency_key)
     channel_name = settings.XWORKMATE.delivery_routes[purpose]
+    return _write_on(channel_name, purpose=purpose, target=target, body=body, key=key, now=now)
+
+
+def _write_on(
+    channel_name: str, *, purpose: str, target: str, body: str, key: str, now: datetime
+) -> Message:
+    """Write one checked message for `channel_name` (a route's, or a breaker's fallback)."""
     pushed = _is_pushed(channel_name)
     grace = DELIVERY.of(settings.XWORKMATE).dispatch_grace
     try:

@@ -21,6 +21,7 @@ from django.db import transaction
 from django.db.models import F
 
 from xworkmate.config.kernel import unknown_cooldown
+from xworkmate.delivery.breaker_rules import Answer
 from xworkmate.delivery.channels.base import Outcome, Result
 from xworkmate.delivery.models import Attempt, Message
 from xworkmate.delivery.outcomes import run_outcome_handlers
@@ -30,6 +31,7 @@ from xworkmate.delivery.services._common import (
     _not_before_creation,
     retry_rules,
 )
+from xworkmate.delivery.services.breaker import breaker_hold_back, breakers_observe
 from xworkmate.delivery.services.claim import Claimed, Started, claims_renew, envelope_of
 
 # Named as when the write path was one module (its log lines keep their logger).
@@ -100,6 +102,22 @@ def _record(outcomes: list[SendOutcome], messages: dict[int, Message], now: date
         )
     for message, outcome, final in changed:
         run_outcome_handlers(message, outcome, final)
+    # D-K33: every answer counts for (or against) the channel it was sent on.
+    breakers_observe(
+        (
+            (
+                started.channel,
+                Answer(
+                    message_id=started.envelope.message_id,
+                    sent=result.outcome is Outcome.SENT,
+                    detail=result.detail,
+                    target=started.envelope.target,
+                ),
+            )
+            for started, result in outcomes
+        ),
+        now,
+    )
 
 
 def _start(
@@ -107,6 +125,8 @@ def _start(
 ) -> list[Started]:
     """Begin the sends of the claims still this batch's: attempt rows, `unknown`."""
     startable: list[tuple[Claimed, Message]] = []
+    # D-K33: a channel whose breaker opened since the claim takes no more sends.
+    held_back = breaker_hold_back((c.message_id, c.channel, c.token) for c in claims)
     for claim in claims:
         message = messages.get(claim.message_id)
         if (
@@ -115,6 +135,7 @@ def _start(
             or message.claim_expires_at is None
             or message.claim_expires_at <= now
             or message.status == Message.SENT
+            or claim.message_id in held_back
         ):
             # The claim ran out and another batch may hold it, or it was
             # acknowledged meanwhile: this batch must not send it.
