@@ -118,7 +118,13 @@ def _receive(port: int, count: Synchronized[int]) -> None:
         def log_message(self, *args: Any) -> None:
             return
 
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    class Server(ThreadingHTTPServer):
+        # A worker opens up to delivery.sends_in_flight connections at once; the
+        # standard library's listen backlog of 5 reset some of them (a real server
+        # listens with 128 or more).
+        request_queue_size = 128
+
+    server = Server(("127.0.0.1", port), Handler)
     server.daemon_threads = True
     server.serve_forever()
 
@@ -296,8 +302,11 @@ def main() -> int:
         "--database-url", default="postgresql://postgres@127.0.0.1:5432/xworkmate_bench_delivery"
     )
     parser.add_argument("--broker-url", default="redis://127.0.0.1:6379/13")
-    parser.add_argument("--in-flight", type=int, default=8,
-                        help="delivery.sends_in_flight (sends a batch keeps in flight)")
+    parser.add_argument("--in-flight", type=int, default=None,
+                        help="delivery.sends_in_flight (sends a batch keeps in flight; "
+                        "default: the config's)")
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help="delivery.batch_size (messages a batch claims; default: the config's)")
     args = parser.parse_args()
     phases = [int(k) for k in args.concurrency.split(",")]
 
@@ -309,9 +318,14 @@ def main() -> int:
 
     tmp = Path(tempfile.mkdtemp(prefix="xworkmate-bench-delivery-"))
     config = tmp / "xworkmate.toml"
+    delivery = "".join(
+        f"{key} = {value}\n"
+        for key, value in (("sends_in_flight", args.in_flight), ("batch_size", args.batch_size))
+        if value is not None
+    )
     config.write_text(
         '[service]\nlanguage_code = "en"\n'
-        f"[delivery]\nsends_in_flight = {args.in_flight}\n"
+        f"[delivery]\n{delivery}"
         "[[delivery.channels]]\n"
         'name = "bench"\nkind = "webhook"\n'
         f'url = "http://127.0.0.1:{port}/hook"\nsecret = "{SECRET}"\n'
@@ -357,12 +371,18 @@ def main() -> int:
         receiver.terminate()
         receiver.join(timeout=10)
 
+    from django.conf import settings
+
+    from xworkmate.config.kernel import DELIVERY
     from xworkmate.delivery.models import Message
 
+    conf = DELIVERY.of(settings.XWORKMATE)
     expected = args.messages + 20 + sum(10 * k + 2 * args.messages for k in phases)
     print(
         f"webhook to a local receiver, {args.messages} messages per row, PostgreSQL + Redis, "
-        f"{os.cpu_count()} CPUs; receiver got {received.value} requests (expected {expected}), "
+        f"{os.cpu_count()} CPUs, sends_in_flight {conf.sends_in_flight}, batch_size "
+        f"{conf.batch_size}, load average {os.getloadavg()[0]:.2f}; receiver got "
+        f"{received.value} requests (expected {expected}), "
         f"{Message.objects.count()} outbox rows"
     )
     print(
