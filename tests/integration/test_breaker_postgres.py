@@ -8,16 +8,15 @@ one probe, and move each message exactly once.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 
 from tests.conftest import configure
 from tests.delivery.conftest import Receiver, use_channels
+from tests.support.threads import in_threads
 from xworkmate.config import DeliveryChannel
 from xworkmate.delivery.models import Breaker, Message
 from xworkmate.delivery.services import breakers_tick, outbox_enqueue
@@ -27,28 +26,6 @@ pytestmark = pytest.mark.usefixtures("real_services")
 
 THREADS = 6
 PURPOSE = "longrun.progress"
-
-
-def _in_threads(work: Callable[[int], None], count: int) -> None:
-    barrier = threading.Barrier(count)
-    errors: list[BaseException] = []
-
-    def run(index: int) -> None:
-        try:
-            barrier.wait(timeout=30)
-            work(index)
-        except BaseException as exc:  # noqa: BLE001 - handed to the main thread
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    if errors:
-        raise errors[0]
 
 
 @pytest.fixture
@@ -80,7 +57,7 @@ def _enqueue(key: str) -> Message:
 def test_racing_workers_open_the_breaker_once_and_tell_once(receivers):
     primary, _ = receivers
     messages = [_enqueue(f"m{i}") for i in range(THREADS * 2)]
-    _in_threads(lambda i: [deliver(m.pk) for m in messages[i::THREADS]], THREADS)
+    in_threads(lambda i: [deliver(m.pk) for m in messages[i::THREADS]], THREADS)
 
     breaker = Breaker.objects.get(channel="primary")
     assert breaker.state == "open" and breaker.times_opened == 1
@@ -99,7 +76,7 @@ def test_racing_ticks_move_each_message_once_and_pick_one_probe(receivers):
     waiting = [_enqueue(f"w{i}") for i in range(20)]
 
     moved: list[int] = []
-    _in_threads(lambda i: moved.append(breakers_tick(timezone.now())), THREADS)
+    in_threads(lambda i: moved.append(breakers_tick(timezone.now())), THREADS)
     assert sum(moved) == len(first) + len(waiting)  # each message moved by one tick only
     assert set(Message.objects.filter(purpose=PURPOSE).values_list("channel", flat=True)) == {
         "backup"
@@ -108,7 +85,7 @@ def test_racing_ticks_move_each_message_once_and_pick_one_probe(receivers):
     # After the cool-down, the ticks race to pick the probe: exactly one is picked.
     Breaker.objects.filter(channel="primary").update(probe_after=timezone.now())
     probes = [_enqueue(f"p{i}") for i in range(4)]
-    _in_threads(lambda i: breakers_tick(timezone.now()), THREADS)
+    in_threads(lambda i: breakers_tick(timezone.now()), THREADS)
     breaker = Breaker.objects.get(channel="primary")
     # The oldest a tick could lock (a racing tick may hold the very oldest for a moment).
     assert breaker.state == "half_open" and breaker.probe_message_id in {p.pk for p in probes}

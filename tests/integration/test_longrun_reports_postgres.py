@@ -10,8 +10,6 @@ and its write, and a report that must block the task (more than one row).
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -25,35 +23,13 @@ from longrun.models import LongTask, SessionLock, TaskEvent, Transition
 from longrun.policies.answers import LongrunError
 from longrun.policies.timing import whole_second
 from tests.longrun.conftest import K, task_set
+from tests.support.threads import in_threads
 from xworkmate import sql
 
 pytestmark = pytest.mark.usefixtures("real_services")
 
 THREADS = 6
 EACH = 15
-
-
-def _in_threads(work: Callable[[int], None], count: int) -> None:
-    """Run work(0..count-1) at once, each thread on its own connection; re-raise a failure."""
-    barrier = threading.Barrier(count)
-    errors: list[BaseException] = []
-
-    def run(index: int) -> None:
-        try:
-            barrier.wait(timeout=30)
-            work(index)
-        except BaseException as exc:  # noqa: BLE001 - handed to the main thread
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    if errors:
-        raise errors[0]
 
 
 def test_a_heartbeat_report_is_two_statements_and_no_transaction() -> None:
@@ -81,7 +57,7 @@ def test_racing_reports_on_one_task_lose_no_update() -> None:
             services.task_resume_record(name="A", reason="manual", by=f"t{index}", now=at)
             services.task_activity_record(name="A", signal="tool_result", by=f"t{index}", now=at)
 
-    _in_threads(report, THREADS)
+    in_threads(report, THREADS)
     task = LongTask.objects.get(name="A")
     assert task.last_resume_count == THREADS * EACH
     events = TaskEvent.objects.filter(task=task)
@@ -105,7 +81,7 @@ def test_a_write_between_the_read_and_the_write_makes_the_report_read_again(
         reads.append(found[1] if found else "")
         if len(reads) == 1:
             # Another connection commits a change to the row this report just read.
-            _in_threads(lambda _: _mark_blocked("A"), 1)
+            in_threads(lambda _: _mark_blocked("A"), 1)
         return found
 
     monkeypatch.setattr(sql, "select_versioned", read_then_someone_writes)

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
+from django.test import Client
 
 from plans.models import Entry
 from plans.services import Proposal, plan_propose
@@ -56,3 +58,17 @@ def propose(db: None, workspace: Path) -> Callable[..., Entry]:
 
 def later(minutes: int) -> datetime:
     return NOW + timedelta(minutes=minutes)
+
+
+@pytest.fixture
+def reviewer(db: None) -> User:
+    """The person who reviews plans in the admin (a superuser)."""
+    return User.objects.create_superuser("reviewer", "", "pw-reviewer-1")
+
+
+@pytest.fixture
+def browser(reviewer: User) -> Client:
+    """A signed-in reviewer whose posts must carry the CSRF token, as a browser's do."""
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(reviewer)
+    return client

@@ -46,19 +46,6 @@ def clock() -> Iterator[None]:
 
 
 @pytest.fixture
-def reviewer(db: None) -> User:
-    return User.objects.create_superuser("reviewer", "", "pw-reviewer-1")
-
-
-@pytest.fixture
-def browser(reviewer: User) -> Client:
-    """A signed-in reviewer whose posts must carry the CSRF token, as a browser's do."""
-    client = Client(enforce_csrf_checks=True)
-    client.force_login(reviewer)
-    return client
-
-
-@pytest.fixture
 def viewer(db: None) -> Client:
     """Staff who may look at plans but not review them (no plans.add_confirmation)."""
     user = User.objects.create_user("viewer", password="pw-viewer-1", is_staff=True)

@@ -32,18 +32,6 @@ def clock() -> Iterator[None]:
         yield
 
 
-@pytest.fixture
-def reviewer(db: None) -> User:
-    return User.objects.create_superuser("reviewer", "", "pw-reviewer-1")
-
-
-@pytest.fixture
-def browser(reviewer: User) -> Client:
-    client = Client(enforce_csrf_checks=True)
-    client.force_login(reviewer)
-    return client
-
-
 def _review(entry: Entry) -> str:
     return f"/admin/plans/entry/{entry.pk}/change/"
 
