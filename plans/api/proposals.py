@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.utils import timezone
+from drf_spectacular.extensions import OpenApiSerializerExtension
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -26,6 +28,7 @@ from plans.runpolicy import (
     MAX_LATENESS_SECONDS,
     MIN_LATENESS_SECONDS,
     MISSED_POLICIES,
+    MISSED_RUN_ALL,
     OVERLAP_POLICIES,
 )
 from plans.services import Proposal, entry_revise, plan_propose
@@ -91,6 +94,49 @@ class _ProposalFields(serializers.Serializer[Any]):
         "(isolated, agentTurn, wakeMode now, delivery none + bestEffort) is accepted, and "
         "payload.message (if any) is the message",
     )
+
+
+
+def _one_of(names: list[str]) -> dict[str, Any]:
+    # A pattern, not an enum: the schema's enum hook would name each enum a component.
+    return {"type": "string", "pattern": "^(" + "|".join(re.escape(n) for n in names) + ")$"}
+
+
+class _RunPolicyRules(OpenApiSerializerExtension):  # type: ignore[no-untyped-call]
+    """The schema states the run policies' rules the service checks (D-C23).
+
+    A field schema cannot say "only with another field's value", so the body's
+    schema does: maxLatenessSeconds goes with missed "run-all" only, and in its
+    range, and a body that names "run-all" gives it (a revise that restates "run-all"
+    while the entry keeps its lateness is accepted too; the schema asks for the
+    lateness with it, which is always right to send; so does one giving the lateness
+    alone to an entry already on "run-all").
+    """
+
+    target_class = _ProposalFields
+    match_subclasses = True
+
+    def map_serializer(self, auto_schema: Any, direction: Any) -> Any:
+        schema = auto_schema._map_basic_serializer(self.target, direction)
+        lateness = schema.get("properties", {}).get("maxLatenessSeconds")
+        if lateness is not None:
+            lateness.update(minimum=MIN_LATENESS_SECONDS, maximum=MAX_LATENESS_SECONDS)
+        rules: list[dict[str, Any]] = [{
+            "anyOf": [
+                {"not": {"required": ["maxLatenessSeconds"]}},
+                {"required": ["missed"], "properties": {"missed": _one_of([MISSED_RUN_ALL])}},
+            ]
+        }]
+        others = [name for name in MISSED_POLICIES if name != MISSED_RUN_ALL]
+        rules.append({
+            "anyOf": [
+                {"not": {"required": ["missed"]}},
+                {"properties": {"missed": _one_of(others)}},
+                {"required": ["maxLatenessSeconds"]},
+            ]
+        })
+        schema["allOf"] = [*schema.get("allOf", []), *rules]
+        return schema
 
 
 def _proposal_values(data: dict[str, Any]) -> dict[str, Any]:
