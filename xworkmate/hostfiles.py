@@ -29,7 +29,7 @@ from typing import Any, cast
 
 from django.conf import settings
 
-from xworkmate.config.kernel import WORKSPACE
+from xworkmate.config.workspace import WORKSPACE
 from xworkmate.lib.errors import HostUnavailableError, InputError
 
 logger = logging.getLogger(__name__)

@@ -17,10 +17,11 @@ import gateway.conf
 import longrun.conf
 import plans.conf
 from xworkmate import config
-from xworkmate.config.kernel import ADMIN, BROKER, DATABASE, DELIVERY, SERVICE, WORKSPACE
+from xworkmate.config.kernel import ADMIN, BROKER, DATABASE, DELIVERY, SERVICE
 from xworkmate.config.keys import Key
 from xworkmate.config.load import Config
 from xworkmate.config.section import Section
+from xworkmate.config.workspace import WORKSPACE
 
 SECTIONS: tuple[Section[Any], ...] = (
     SERVICE,

@@ -40,11 +40,10 @@ from xworkmate.config.kernel import (
     DELIVERY_PURPOSES,
     JOB_SCHEMA,
     RECORD_CHANNEL,
-    WORKSPACE,
-    workspace_problems,
 )
 from xworkmate.config.keys import ConfigError, Key
 from xworkmate.config.section import Section
+from xworkmate.config.workspace import WORKSPACE, workspace_problems
 from xworkmate.lib.durations import format_duration
 
 CONFIG_ENV = "XWORKMATE_CONFIG"
