@@ -32,6 +32,8 @@ class RecordedMessage(Protocol):
 
     pk: Any
     purpose: str
+    target: str
+    status: str  # the status the outcome just gave it
     idempotency_key: str
     body_hash: str
     last_error: str

@@ -23,9 +23,10 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 
+from xworkmate import sql
 from xworkmate.config.kernel import BREAKER_PURPOSE, DELIVERY
 from xworkmate.delivery.breaker_rules import (
     CLOSED,
@@ -60,16 +61,39 @@ def _unclaimed(now: datetime) -> Q:
     return Q(claim_expires_at__isnull=True) | Q(claim_expires_at__lte=now)
 
 
+# What a step needs of the breakers: (state, probe message id) of each channel whose
+# breaker is not closed with no failure counted. Usually no row at all.
+Active = dict[str, tuple[str, int | None]]
+
+
+def breakers_active() -> Active:
+    """The breakers a step must look at: open, half-open, or counting failures.
+
+    One hand-written read (xworkmate.sql's reasons): a batch takes it once per step,
+    where the ORM's compiling cost more than the answer (bench/delivery.py).
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT channel, state, probe_message_id FROM {sql.table(Breaker)} "  # noqa: S608
+            "WHERE NOT (state = %s AND failures = 0)",
+            [CLOSED],
+        )
+        return {channel: (state, probe) for channel, state, probe in cursor.fetchall()}
+
+
+def _blocked_in(active: Active) -> tuple[set[str], set[int]]:
+    channels = {channel for channel, (state, _) in active.items() if state != CLOSED}
+    probes = {
+        probe
+        for channel, (state, probe) in active.items()
+        if state != CLOSED and probe is not None
+    }
+    return channels, probes
+
+
 def breaker_blocked() -> tuple[set[str], set[int]]:
     """The channels whose breaker is open or half-open, and the probes they allow."""
-    rows = Breaker.objects.exclude(state=CLOSED).values_list("channel", "probe_message_id")
-    channels: set[str] = set()
-    probes: set[int] = set()
-    for channel, probe in rows:
-        channels.add(channel)
-        if probe is not None:
-            probes.add(probe)
-    return channels, probes
+    return _blocked_in(breakers_active())
 
 
 def breaker_sendable() -> Q:
@@ -80,17 +104,16 @@ def breaker_sendable() -> Q:
     return ~Q(channel__in=channels) | Q(pk__in=probes)
 
 
-def breaker_hold_back(claims: Iterable[tuple[int, str, str]]) -> set[int]:
+def breaker_hold_back(claims: Iterable[tuple[int, str, str]], active: Active) -> set[int]:
     """Of (message id, channel, claim token) about to begin, those a breaker opened on
     since they were claimed: released at once (nothing counted), so the tick can move
-    them. Their ids; empty (one small read) when every channel is closed."""
-    wanted = list(claims)
-    if not wanted:
+    them. Their ids; `active` is breakers_active() as the step last read it."""
+    channels, probes = _blocked_in(active)
+    if not channels:
         return set()
-    channels, probes = breaker_blocked()
     back = [
         (mid, token)
-        for mid, channel, token in wanted
+        for mid, channel, token in claims
         if channel in channels and mid not in probes
     ]
     for mid, token in back:
@@ -103,20 +126,20 @@ def breaker_hold_back(claims: Iterable[tuple[int, str, str]]) -> set[int]:
 # --- counting answers (in a step's transaction) ----------------------------------------------
 
 
-def breakers_observe(answers: Iterable[tuple[str, Answer]], now: datetime) -> None:
-    """Count the answers a step just recorded, per channel, and open or close breakers."""
+def breakers_observe(
+    answers: Iterable[tuple[str, Answer]], now: datetime, active: Active
+) -> bool:
+    """Count the answers a step just recorded, per channel, and open or close breakers;
+    whether a breaker row was written (`active`, breakers_active(), is then stale)."""
     by_channel: dict[str, list[Answer]] = {}
     for channel, answer in answers:
         by_channel.setdefault(channel, []).append(answer)
-    if not by_channel:
-        return
     failing = {c for c, seen in by_channel.items() if any(not a.sent for a in seen)}
-    # All confirmed on healthy channels (the usual step): one small read, no write.
-    counting = set(
-        Breaker.objects.filter(channel__in=list(by_channel))
-        .exclude(state=CLOSED, failures=0)
-        .values_list("channel", flat=True)
-    )
+    # All confirmed on healthy channels (the usual step): nothing to count, no write.
+    counting = set(by_channel) & set(active)
+    if not (failing or counting):
+        return False
+    written = False
     threshold = DELIVERY.of(settings.XWORKMATE).breaker_failures
     for channel in sorted(failing | counting):
         if not _is_pushed(channel):
@@ -131,6 +154,8 @@ def breakers_observe(answers: Iterable[tuple[str, Answer]], now: datetime) -> No
             threshold=threshold,
         )
         _apply(breaker, verdict, by_channel[channel], now)
+        written = True
+    return written
 
 
 def _apply(breaker: Breaker, verdict: Verdict, answers: list[Answer], now: datetime) -> None:
@@ -336,9 +361,11 @@ def _reroute(breaker: Breaker, blocked: set[str], now: datetime) -> int:
 
 
 __all__ = [
+    "Active",
     "breaker_blocked",
     "breaker_hold_back",
     "breaker_sendable",
+    "breakers_active",
     "breakers_observe",
     "breakers_tick",
 ]

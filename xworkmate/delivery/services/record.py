@@ -13,13 +13,15 @@ open), or answered.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import F
+from django.db import connection, transaction
 
+from xworkmate import sql
 from xworkmate.config.kernel import unknown_cooldown
 from xworkmate.delivery.breaker_rules import Answer
 from xworkmate.delivery.channels.base import Outcome, Result
@@ -31,7 +33,12 @@ from xworkmate.delivery.services._common import (
     _not_before_creation,
     retry_rules,
 )
-from xworkmate.delivery.services.breaker import breaker_hold_back, breakers_observe
+from xworkmate.delivery.services.breaker import (
+    Active,
+    breaker_hold_back,
+    breakers_active,
+    breakers_observe,
+)
 from xworkmate.delivery.services.claim import Claimed, Started, claims_renew, envelope_of
 
 # Named as when the write path was one module (its log lines keep their logger).
@@ -41,18 +48,88 @@ logger = logging.getLogger("xworkmate.delivery.services")
 SendOutcome = tuple[Started, Result]
 
 
-def _locked(ids: Iterable[int]) -> dict[int, Message]:
+@dataclass(frozen=True)
+class _Row:
+    """What a step reads of a locked message: enough to judge an answer and a claim."""
+
+    status: str
+    attempt_count: int
+    claimed_by: str
+    claim_live: bool  # claimed, and the claim has not run out at the step's `now`
+    resend_requested_by_id: int | None
+
+
+@dataclass  # not frozen: the handlers' protocol declares plain attributes
+class _Answered:
+    """The message as an outcome handler sees it (outcomes.RecordedMessage), built from
+    what the step knows: no second read of the row."""
+
+    pk: int
+    purpose: str
+    target: str
+    status: str
+    idempotency_key: str
+    body_hash: str
+    last_error: str
+    updated_at: datetime
+
+
+# The hot statements of a step are written by hand (xworkmate.sql's reasons): a step
+# runs for every few messages a worker sends, and through the ORM compiling its six
+# statements cost ~3 ms of CPU, three times what the database spent on them
+# (bench/delivery.py, D-K32). Identifiers come from the models; values are parameters.
+_MESSAGE = sql.table(Message)
+_ATTEMPT = sql.table(Attempt)
+
+
+def _in(ids: Sequence[int]) -> str:
+    return ", ".join(["%s"] * len(ids))
+
+
+def _greatest() -> str:
+    # updated_at never precedes created_at (a check constraint), even when `now` comes
+    # from a clock a little behind the one that created the row: as _not_before_creation.
+    return "GREATEST" if connection.vendor == "postgresql" else "MAX"
+
+
+def _at(moment: datetime | None) -> Any:
+    return connection.ops.adapt_datetimefield_value(moment)
+
+
+def _locked(ids: Iterable[int], now: datetime) -> dict[int, _Row]:
     # Locked in id order, as every writer of a step locks them: two steps that share
     # messages (one whose claim ran out, and the batch that took it over) never
     # deadlock.
-    return {
-        message.pk: message
-        for message in Message.objects.select_for_update().filter(pk__in=set(ids)).order_by("pk")
-    }
+    wanted = sorted(set(ids))
+    if not wanted:
+        return {}
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id, status, attempt_count, claimed_by, "  # noqa: S608
+            "claim_expires_at IS NOT NULL AND claim_expires_at > %s, resend_requested_by_id "
+            f"FROM {_MESSAGE} WHERE id IN ({_in(wanted)}) ORDER BY id{lock}",
+            [_at(now), *wanted],
+        )
+        return {
+            pk: _Row(status, count, claimed_by, bool(live), resend_by)
+            for pk, status, count, claimed_by, live, resend_by in cursor.fetchall()
+        }
 
 
-def _record(outcomes: list[SendOutcome], messages: dict[int, Message], now: datetime) -> None:
-    """Write the outcomes into the locked rows and run the handlers.
+def _update_messages(sets: str, params: list[Any], ids: list[int]) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {_MESSAGE} SET {sets} WHERE id IN ({_in(ids)})",  # noqa: S608
+            [*params, *ids],
+        )
+
+
+def _record(
+    outcomes: list[SendOutcome], messages: dict[int, _Row], now: datetime, active: Active
+) -> bool:
+    """Write the outcomes into the locked rows and run the handlers; whether a breaker
+    row was written (see breakers_observe).
 
     One UPDATE per distinct outcome rather than one per message: in a step most
     outcomes are alike ("HTTP 200"), so it costs a handful of statements.
@@ -60,50 +137,64 @@ def _record(outcomes: list[SendOutcome], messages: dict[int, Message], now: date
     rules = retry_rules()
     attempts_by_outcome: dict[tuple[str, str], list[int]] = {}
     messages_by_state: dict[tuple[str, datetime | None, str], list[int]] = {}
-    changed: list[tuple[Message, Outcome, bool]] = []
+    changed: list[tuple[_Answered, Outcome, bool]] = []
     for started, result in outcomes:
-        message = messages[started.envelope.message_id]
-        number = started.envelope.attempt
+        envelope = started.envelope
+        message = messages[envelope.message_id]
         attempts_by_outcome.setdefault((result.outcome.value, result.detail), []).append(
             started.attempt_id
         )
-        if message.attempt_count != number or message.status == Message.SENT:
+        if message.attempt_count != envelope.attempt or message.status == Message.SENT:
             # A later attempt (after this one was abandoned) or an ack owns the
             # status now; this outcome stays in the attempt's record only.
             continue
         state = after_send(
             result.outcome,
-            attempt=number,
-            deduplicates=_channel(message.channel).deduplicates,
+            attempt=envelope.attempt,
+            deduplicates=_channel(started.channel).deduplicates,
             rules=rules,
             now=now,
         )
-        message.status = state.status
-        message.next_attempt_at = state.next_attempt_at
-        message.sent_at = now if state.status == Message.SENT else None
-        message.last_error = "" if state.status == Message.SENT else result.detail
-        message.updated_at = max(now, message.created_at)
-        key = (message.status, message.next_attempt_at, message.last_error)
-        messages_by_state.setdefault(key, []).append(message.pk)
-        changed.append((message, result.outcome, state.final))
-    for (outcome, detail), attempt_ids in attempts_by_outcome.items():
-        # An attempt the dispatch job already closed as abandoned keeps the answer
-        # that finally came: it is the truth about that send.
-        Attempt.objects.filter(pk__in=attempt_ids).update(
-            finished_at=now, outcome=outcome, detail=detail
-        )
-    for (status, next_attempt_at, last_error), message_ids in messages_by_state.items():
-        Message.objects.filter(pk__in=message_ids).update(
-            status=status,
-            next_attempt_at=next_attempt_at,
-            sent_at=now if status == Message.SENT else None,
+        last_error = "" if state.status == Message.SENT else result.detail
+        key = (state.status, state.next_attempt_at, last_error)
+        messages_by_state.setdefault(key, []).append(envelope.message_id)
+        answered = _Answered(
+            pk=envelope.message_id,
+            purpose=envelope.purpose,
+            target=envelope.target,
+            status=state.status,
+            idempotency_key=envelope.idempotency_key,
+            body_hash=envelope.body_hash,
             last_error=last_error,
-            updated_at=_not_before_creation(now),
+            updated_at=max(now, envelope.created_at),
         )
-    for message, outcome, final in changed:
-        run_outcome_handlers(message, outcome, final)
+        changed.append((answered, result.outcome, state.final))
+    with connection.cursor() as cursor:
+        for (outcome, detail), attempt_ids in attempts_by_outcome.items():
+            # An attempt the dispatch job already closed as abandoned keeps the answer
+            # that finally came: it is the truth about that send.
+            cursor.execute(
+                f"UPDATE {_ATTEMPT} SET finished_at = %s, outcome = %s, detail = %s "  # noqa: S608
+                f"WHERE id IN ({_in(attempt_ids)})",
+                [_at(now), outcome, detail, *attempt_ids],
+            )
+    for (status, next_attempt_at, last_error), message_ids in messages_by_state.items():
+        _update_messages(
+            f"status = %s, next_attempt_at = %s, sent_at = %s, last_error = %s, "
+            f"updated_at = {_greatest()}(%s, created_at)",
+            [
+                status,
+                _at(next_attempt_at),
+                _at(now if status == Message.SENT else None),
+                last_error,
+                _at(now),
+            ],
+            message_ids,
+        )
+    for answered, outcome, final in changed:
+        run_outcome_handlers(answered, outcome, final)
     # D-K33: every answer counts for (or against) the channel it was sent on.
-    breakers_observe(
+    return breakers_observe(
         (
             (
                 started.channel,
@@ -117,23 +208,23 @@ def _record(outcomes: list[SendOutcome], messages: dict[int, Message], now: date
             for started, result in outcomes
         ),
         now,
+        active,
     )
 
 
 def _start(
-    claims: list[Claimed], messages: dict[int, Message], now: datetime, by: str
+    claims: list[Claimed], messages: dict[int, _Row], now: datetime, by: str, active: Active
 ) -> list[Started]:
     """Begin the sends of the claims still this batch's: attempt rows, `unknown`."""
-    startable: list[tuple[Claimed, Message]] = []
+    startable: list[tuple[Claimed, _Row]] = []
     # D-K33: a channel whose breaker opened since the claim takes no more sends.
-    held_back = breaker_hold_back((c.message_id, c.channel, c.token) for c in claims)
+    held_back = breaker_hold_back(((c.message_id, c.channel, c.token) for c in claims), active)
     for claim in claims:
         message = messages.get(claim.message_id)
         if (
             message is None
             or message.claimed_by != claim.token
-            or message.claim_expires_at is None
-            or message.claim_expires_at <= now
+            or not message.claim_live
             or message.status == Message.SENT
             or claim.message_id in held_back
         ):
@@ -143,53 +234,68 @@ def _start(
         startable.append((claim, message))
     if not startable:
         return []
-    attempts = Attempt.objects.bulk_create(
-        Attempt(
-            message=message,
-            number=message.attempt_count + 1,
-            channel=message.channel,
-            started_at=now,
-            by=by,
-            resent_by_id=message.resend_requested_by_id,
+    started_at = _at(now)
+    rows: list[Any] = []
+    for claim, message in startable:
+        rows += [
+            claim.message_id,
+            message.attempt_count + 1,
+            claim.channel,
+            started_at,
+            "",
+            "",
+            by,
+            message.resend_requested_by_id,
+        ]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {_ATTEMPT} "  # noqa: S608
+            "(message_id, number, channel, started_at, outcome, detail, by, resent_by_id) "
+            f"VALUES {', '.join(['(%s, %s, %s, %s, %s, %s, %s, %s)'] * len(startable))} "
+            "RETURNING id, message_id",
+            rows,
         )
-        for _, message in startable
-    )
-    if any(attempt.pk is None for attempt in attempts):
-        # SQLite before 3.35 returns no ids from a bulk INSERT: read them back.
-        read_back = {
-            (message_id, number): pk
-            for message_id, number, pk in Attempt.objects.filter(
-                message__in=[message for _, message in startable]
-            ).values_list("message_id", "number", "pk")
-        }
-        for attempt in attempts:
-            attempt.pk = read_back[(attempt.message_id, attempt.number)]
+        attempt_of = {message_id: pk for pk, message_id in cursor.fetchall()}
     # The lease of a started send: nobody sends it again before the cooldown, and
     # then only when its channel de-duplicates (after_send decides the rest).
     cooldown = unknown_cooldown(settings.XWORKMATE)
     leases: dict[datetime | None, list[int]] = {}
-    for _, message in startable:
-        lease = now + cooldown if _channel(message.channel).deduplicates else None
-        leases.setdefault(lease, []).append(message.pk)
-        message.attempt_count += 1
+    for claim, _ in startable:
+        lease = now + cooldown if _channel(claim.channel).deduplicates else None
+        leases.setdefault(lease, []).append(claim.message_id)
     for lease, ids in leases.items():
-        Message.objects.filter(pk__in=ids).update(
-            status=Message.UNKNOWN,
-            attempt_count=F("attempt_count") + 1,
-            next_attempt_at=lease,
-            resend_requested_by=None,
-            claimed_by="",
-            claim_expires_at=None,
-            updated_at=_not_before_creation(now),
+        _update_messages(
+            "status = %s, attempt_count = attempt_count + 1, next_attempt_at = %s, "
+            "resend_requested_by_id = NULL, claimed_by = '', claim_expires_at = NULL, "
+            f"updated_at = {_greatest()}(%s, created_at)",
+            [Message.UNKNOWN, _at(lease), _at(now)],
+            ids,
         )
     return [
         Started(
-            envelope=envelope_of(claim, attempt.number),
+            envelope=envelope_of(claim, message.attempt_count + 1),
             channel=claim.channel,
-            attempt_id=attempt.pk,
+            attempt_id=attempt_of[claim.message_id],
         )
-        for (claim, _), attempt in zip(startable, attempts, strict=True)
+        for claim, message in startable
     ]
+
+
+def _record_and_start(
+    finished: list[SendOutcome], start: list[Claimed], renew: list[Claimed], now: datetime, by: str
+) -> list[Started]:
+    """One step's writes, in the caller's transaction."""
+    messages = _locked(
+        [s.envelope.message_id for s, _ in finished] + [c.message_id for c in start], now
+    )
+    # The breakers are read once a step (usually no row), again only if an answer
+    # just opened or closed one: a send begun after that must see it.
+    active = breakers_active() if finished or start else {}
+    if _record(finished, messages, now, active):
+        active = breakers_active()
+    started = _start(start, messages, now, by, active)
+    claims_renew(renew, now)
+    return started
 
 
 def deliveries_step(
@@ -210,14 +316,9 @@ def deliveries_step(
     caller may offer those claims again); otherwise the sends are begun in one more
     transaction, as if nothing had happened.
     """
-    ids = [s.envelope.message_id for s, _ in finished] + [c.message_id for c in start]
     try:
         with transaction.atomic():
-            messages = _locked(ids)
-            _record(finished, messages, now)
-            started = _start(start, messages, now, by)
-            claims_renew(renew, now)
-            return started
+            return _record_and_start(finished, start, renew, now, by)
     except Exception:
         if not finished:
             raise
@@ -225,7 +326,7 @@ def deliveries_step(
     for one in finished:
         try:
             with transaction.atomic():
-                _record([one], _locked([one[0].envelope.message_id]), now)
+                _record_and_start([one], [], [], now, by)
         except Exception as exc:
             # The log line keeps the words it always had.
             logger.exception(
@@ -235,9 +336,7 @@ def deliveries_step(
     if first_error is not None:
         raise first_error
     with transaction.atomic():
-        started = _start(start, _locked(c.message_id for c in start), now, by)
-        claims_renew(renew, now)
-    return started
+        return _record_and_start([], start, renew, now, by)
 
 
 def attempts_close_abandoned(now: datetime, *, older_than: timedelta) -> int:
