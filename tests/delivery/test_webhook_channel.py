@@ -486,3 +486,29 @@ def test_the_readme_shows_verify_signatures_real_signature():
     # The annotations are strings here (postponed evaluation): shown without quotes.
     shown = f"verify_signature{inspect.signature(verify_signature)}".replace("'", "")
     assert " ".join(shown.split()) in readme.replace("`", "")
+
+
+def test_concurrent_sends_each_borrow_a_client_and_keep_their_connections(make_channel, receiver):
+    # A batch sends from several threads: each send borrows a client of its own (no
+    # shared pool to lock), and gives it back with its connection kept alive.
+    channel = make_channel(receiver.url, read_timeout=WAIT)
+    gate = threading.Barrier(4)
+
+    def send_together() -> None:
+        gate.wait(WAIT)
+        channel.send(ENVELOPE)
+
+    threads = [threading.Thread(target=send_together) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(WAIT)
+    ports = {seen.client_port for seen in receiver.seen}
+    assert len(receiver.seen) == 4 and 1 <= len(ports) <= 4
+    # Then, one after the other: the clients are reused, no new connection is opened.
+    for _ in range(8):
+        assert channel.send(ENVELOPE).outcome is Outcome.SENT
+    assert {seen.client_port for seen in receiver.seen[4:]} <= ports
+    assert len(channel._made) == len(ports)  # one client a connection, none per send
+    channel.close()
+    assert channel._made == [] and channel._idle == []

@@ -39,10 +39,13 @@ Plain Python: only the standard library, httpx and xworkmate.lib.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
+import threading
 import time
+from collections.abc import Iterator
 
 import httpx
 
@@ -142,15 +145,40 @@ class WebhookChannel:
         self._timeout = httpx.Timeout(
             connect=connect_timeout, read=read_timeout, write=read_timeout, pool=connect_timeout
         )
-        self._owns_client = client is None
-        self._client = client if client is not None else httpx.Client(
-            timeout=self._timeout, follow_redirects=False, trust_env=False
-        )
+        self._given = client
+        # Without a given client, each send borrows a client of its own from a free list
+        # and gives it back: a batch sends from several threads at once, and one shared
+        # pool would have every request take its lock and look at each of its idle
+        # connections (a poll() each) before choosing one (bench/delivery.py, D-K32).
+        # The list holds as many clients as sends were ever in flight at once, each
+        # keeping its connection alive for the next send.
+        self._idle: list[httpx.Client] = []
+        self._made: list[httpx.Client] = []
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def _borrowed(self) -> Iterator[httpx.Client]:
+        if self._given is not None:
+            yield self._given
+            return
+        with self._lock:
+            client = self._idle.pop() if self._idle else None
+        if client is None:
+            client = httpx.Client(timeout=self._timeout, follow_redirects=False, trust_env=False)
+            with self._lock:
+                self._made.append(client)
+        try:
+            yield client
+        finally:
+            with self._lock:
+                self._idle.append(client)
 
     def close(self) -> None:
-        """Close the HTTP client if the channel made it (a given client is the caller's)."""
-        if self._owns_client:
-            self._client.close()
+        """Close the HTTP clients the channel made (a given client is the caller's)."""
+        with self._lock:
+            made, self._made, self._idle = self._made, [], []
+        for client in made:
+            client.close()
 
     def __repr__(self) -> str:  # neither the secret nor a token the URL may carry
         return f"WebhookChannel(name={self.name!r}, host={httpx.URL(self.url).host!r})"
@@ -186,7 +214,7 @@ class WebhookChannel:
             return Result(Outcome.FAILED, _why("the idempotency key or secret cannot be sent", exc))
         answer: Result | None = None
         try:
-            with self._client.stream(
+            with self._borrowed() as client, client.stream(
                 "POST", self.url, content=body, headers=headers, timeout=self._timeout
             ) as response:
                 answer = _judge(response)

@@ -1,7 +1,7 @@
 """Run one claimed batch: up to `window` sends in flight, a step per answer (D-K30).
 
 The database work stays on the calling thread (its connection); the sends run on
-a small thread pool, so a batch overlaps its sends with the steps that record
+a few threads (services.senders, D-K32), so a batch overlaps its sends with the steps that record
 the answers and begin the next sends, and one step usually carries several of
 each. Two sends for one session are never in flight at once, and a session's
 messages begin in the order they were claimed (oldest first), as a receiver
@@ -13,12 +13,11 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import datetime
 
 from django.utils import timezone
 
-from xworkmate.delivery.channels.base import Result
+from xworkmate.delivery.services._common import _channel
 from xworkmate.delivery.services.claim import (
     CLAIM_LEASE,
     Claimed,
@@ -28,6 +27,7 @@ from xworkmate.delivery.services.claim import (
     messages_release,
 )
 from xworkmate.delivery.services.record import SendOutcome, deliveries_step
+from xworkmate.delivery.services.senders import Senders
 
 logger = logging.getLogger("xworkmate.delivery.services")
 
@@ -36,6 +36,10 @@ _STEP_RETRY_SECONDS = 0.5
 # How long, after the first answer, a batch waits for the other sends in flight before
 # its next step: about a loopback request, a fraction of a step's transaction.
 _GATHER_SECONDS = 0.002
+# How long a batch sleeps waiting for an answer; shorter while begun sends wait for a
+# thread, so that the senders can be given another in time (services.senders).
+_WAKE_SECONDS = 0.5
+_WAKE_WHILE_WAITING = 0.002
 
 
 def _next_to_start(queue: deque[Claimed], busy: set[str], room: int) -> list[Claimed]:
@@ -62,11 +66,17 @@ def deliveries_run(claims: list[Claimed], *, window: int, budget_seconds: float,
     queue = deque(claims)
     deadline = time.monotonic() + budget_seconds
     renew_at = time.monotonic() + CLAIM_LEASE.total_seconds() / 2
-    in_flight: dict[Future[Result], Started] = {}
+    in_flight: dict[int, Started] = {}  # begun and not answered, by message id
     finished: list[SendOutcome] = []
     begun = 0
     first_error: Exception | None = None
-    with ThreadPoolExecutor(max_workers=max(1, window), thread_name_prefix="delivery") as pool:
+    senders = Senders(
+        message_send,
+        most=window,
+        # D-K30: a send that may not be sent again must not wait for a thread.
+        must_not_wait=lambda one: not _channel(one.channel).deduplicates,
+    )
+    try:
         while True:
             if queue and time.monotonic() >= deadline:
                 try:
@@ -97,22 +107,25 @@ def deliveries_run(claims: list[Claimed], *, window: int, budget_seconds: float,
                     renew_at = time.monotonic() + CLAIM_LEASE.total_seconds() / 2
                 # A claim the step did not begin ran out: it is not this batch's now.
                 for one in started:
-                    in_flight[pool.submit(message_send, one)] = one
+                    in_flight[one.envelope.message_id] = one
+                senders.hand(started)
                 begun += len(started)
             if not queue and not in_flight:
                 break
             if in_flight:
-                # Wake for the first answer (or to renew the claims still waiting),
-                # then give the others begun with it a moment to come too: one step
-                # then records several answers and begins as many sends, instead of
-                # paying a transaction for each (the answers wait at most that moment).
-                done, _ = wait(in_flight, timeout=0.5, return_when=FIRST_COMPLETED)
-                if done:
-                    wait(in_flight, timeout=_GATHER_SECONDS, return_when=ALL_COMPLETED)
-                for future in [f for f in in_flight if f.done()]:
-                    finished.append((in_flight.pop(future), future.result()))
+                # Wake for the first answer (or to renew the claims still waiting, or
+                # to give the senders a thread more), then give the others begun with
+                # it a moment to come too: one step then records several answers and
+                # begins as many sends, instead of paying a transaction for each (the
+                # answers wait at most that moment).
+                wait = _WAKE_WHILE_WAITING if senders.waiting() else _WAKE_SECONDS
+                for one, result in senders.answers(wait=wait, gather=_GATHER_SECONDS):
+                    finished.append((in_flight.pop(one.envelope.message_id), result))
+                senders.keep_up()
             else:
                 time.sleep(0.05)  # only claims whose step failed: try again shortly
+    finally:
+        senders.close()
     if first_error is not None:
         raise first_error
     return begun

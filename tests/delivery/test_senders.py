@@ -1,0 +1,161 @@
+"""The threads a batch sends on (services.senders, D-K32): few on fast channels, one per
+begun send where waiting would cost (a channel that does not de-duplicate, a slow one)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+
+from xworkmate.delivery.channels.base import Envelope, Outcome, Result
+from xworkmate.delivery.services import senders as senders_module
+from xworkmate.delivery.services.claim import Started
+from xworkmate.delivery.services.senders import Senders
+
+WAIT = 10  # seconds; never reached when all is well
+
+
+def _started(number: int, channel: str = "hook") -> Started:
+    envelope = Envelope(
+        message_id=number,
+        purpose="plans.run",
+        target=f"agent:main:{number}",
+        body="x",
+        body_hash="0" * 64,
+        idempotency_key=f"k{number}",
+        attempt=1,
+        created_at=datetime(2026, 1, 1, tzinfo=UTC),
+    )
+    return Started(envelope=envelope, channel=channel, attempt_id=number)
+
+
+class _Gate:
+    """A send that blocks until released, counting how many are inside at once."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.inside = 0
+        self.most_inside = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, one: Started) -> Result:
+        with self._lock:
+            self.inside += 1
+            self.most_inside = max(self.most_inside, self.inside)
+        self.release.wait(WAIT)
+        with self._lock:
+            self.inside -= 1
+        return Result(Outcome.SENT, f"HTTP 200 for {one.envelope.message_id}")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_typical() -> Iterator[None]:
+    # How long each channel's sends take is remembered by the process: start afresh.
+    senders_module._typical.clear()
+    yield
+    senders_module._typical.clear()
+
+
+def _collect(senders: Senders, count: int) -> list[tuple[Started, Result]]:
+    got: list[tuple[Started, Result]] = []
+    deadline = time.monotonic() + WAIT
+    while len(got) < count and time.monotonic() < deadline:
+        got += senders.answers(wait=0.5, gather=0.001)
+    return got
+
+
+def _wait_until(condition, what: str) -> None:
+    deadline = time.monotonic() + WAIT
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.005)
+
+
+def test_it_sends_a_fast_channels_begun_sends_on_four_threads_in_order():
+    gate = _Gate()
+    senders = Senders(gate, most=16, must_not_wait=lambda one: False)
+    senders.hand([_started(n) for n in range(12)])
+    _wait_until(lambda: gate.inside == 4, "four sends under way")
+    senders.keep_up()
+    time.sleep(0.05)
+    assert gate.most_inside == 4 and senders.waiting() == 8  # the rest wait their turn
+    gate.release.set()
+    answers = _collect(senders, 12)
+    senders.close()
+    assert sorted(one.envelope.message_id for one, _ in answers) == list(range(12))
+    assert all(result.outcome is Outcome.SENT for _, result in answers)
+
+
+def test_a_send_that_may_not_be_sent_again_never_waits_for_a_thread():
+    # D-K30: on a channel that does not de-duplicate, a worker killed while a begun
+    # send waited would leave it unknown for good although nothing of it left.
+    gate = _Gate()
+    senders = Senders(gate, most=16, must_not_wait=lambda one: one.channel == "openclaw")
+    senders.hand([_started(n, "openclaw") for n in range(10)])
+    _wait_until(lambda: gate.inside == 10, "every begun send under way at once")
+    assert senders.waiting() == 0
+    gate.release.set()
+    assert len(_collect(senders, 10)) == 10
+    senders.close()
+
+
+def test_it_never_runs_more_threads_than_the_window():
+    gate = _Gate()
+    senders = Senders(gate, most=3, must_not_wait=lambda one: True)
+    senders.hand([_started(n) for n in range(7)])
+    _wait_until(lambda: gate.inside == 3, "three sends under way")
+    time.sleep(0.05)
+    assert gate.most_inside == 3 and senders.waiting() == 4
+    gate.release.set()
+    assert len(_collect(senders, 7)) == 7
+    senders.close()
+
+
+def test_a_slow_channel_gets_a_thread_for_each_begun_send():
+    def slow(one: Started) -> Result:
+        time.sleep(0.03)
+        return Result(Outcome.SENT, "HTTP 200")
+
+    senders = Senders(slow, most=16, must_not_wait=lambda one: False)
+    senders.hand([_started(n, "far") for n in range(4)])
+    assert len(_collect(senders, 4)) == 4  # the process learns the channel is slow
+    assert senders_module._is_slow("far") and not senders_module._is_slow("hook")
+    gate = _Gate()
+    senders._send = gate
+    senders.hand([_started(n, "far") for n in range(4, 16)])
+    for _ in range(20):  # the batch calls keep_up each time it wakes
+        senders.keep_up()
+        if gate.inside == 12:
+            break
+        time.sleep(0.01)
+    assert gate.inside == 12 and senders.waiting() == 0
+    gate.release.set()
+    assert len(_collect(senders, 12)) == 12
+    senders.close()
+
+
+def test_a_send_that_raises_still_answers_unknown():
+    def broken(one: Started) -> Result:
+        raise RuntimeError("a channel bug")
+
+    senders = Senders(broken, most=4, must_not_wait=lambda one: False)
+    senders.hand([_started(1)])
+    [(one, result)] = _collect(senders, 1)
+    senders.close()
+    assert one.envelope.message_id == 1 and result.outcome is Outcome.UNKNOWN
+    assert "RuntimeError: a channel bug" in result.detail
+
+
+def test_close_sends_what_was_handed_before_the_threads_end():
+    sent: list[int] = []
+    senders = Senders(
+        lambda one: sent.append(one.envelope.message_id) or Result(Outcome.SENT, "ok"),
+        most=2,
+        must_not_wait=lambda one: False,
+    )
+    senders.hand([_started(n) for n in range(6)])
+    senders.close()
+    assert sorted(sent) == list(range(6))

@@ -1,0 +1,161 @@
+"""The threads that send a batch's begun messages: as few as keep up (D-K32).
+
+A batch begins up to `delivery.sends_in_flight` sends in one step and hands
+them here, in the order they began. A send is a blocking HTTP request (or a
+child process) whose thread holds the interpreter's lock while it builds,
+signs and parses: on a receiver that answers within a few milliseconds, four
+threads keep the worker's CPU busy, and every thread beyond that only adds
+switching between them (with 16 threads a send cost ~40% more CPU than with
+4, bench/delivery.py). So a begun send may wait a moment for one of the few
+threads, behind the sends begun before it.
+
+That moment is kept short, and nil where it would matter:
+
+- a send on a channel that does not de-duplicate (openclaw) never waits: a
+  worker killed while it waited would leave it `unknown` for good, although
+  nothing of it left (D-K30); the pool adds a thread for it at once;
+- a channel whose sends typically take longer than `_SLOW_SEND` (a receiver
+  across a network) gets a thread for each begun send, as the batch adds one
+  whenever a send waits: its sends wait on the network, not on the CPU. How
+  long a channel's sends take is remembered by the process across batches.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+
+from xworkmate.delivery.channels.base import Outcome, Result
+from xworkmate.delivery.services.claim import Started
+
+logger = logging.getLogger("xworkmate.delivery.services")
+
+# Threads a batch starts with (enough to keep one CPU busy on fast receivers).
+_FEW = 4
+# A channel whose sends typically take longer than this is slow: waiting for a thread
+# would only add to it (a loopback send takes ~1 ms, one across a network tens).
+_SLOW_SEND = 0.010
+
+# How long each channel's sends typically take in this process (a moving average over
+# the last ~8 sends, in seconds), kept across batches.
+_typical: dict[str, float] = {}
+_typical_lock = threading.Lock()
+
+
+def _took(channel: str, seconds: float) -> None:
+    with _typical_lock:
+        before = _typical.get(channel, seconds)
+        _typical[channel] = before + (seconds - before) / 8
+
+
+def _is_slow(channel: str) -> bool:
+    return _typical.get(channel, 0.0) > _SLOW_SEND
+
+
+class Senders:
+    """Send begun messages on as few threads as keep up; answers through `answers()`."""
+
+    def __init__(
+        self,
+        send: Callable[[Started], Result],
+        *,
+        most: int,
+        must_not_wait: Callable[[Started], bool],
+    ) -> None:
+        self._send = send
+        self._most = max(1, most)
+        self._must_not_wait = must_not_wait
+        self._waiting: deque[Started] = deque()
+        self._ready = threading.Condition()
+        self._answers: queue.SimpleQueue[tuple[Started, Result]] = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._idle = 0
+        self._closed = False
+
+    def hand(self, begun: list[Started]) -> None:
+        """Send these, in this order, as threads become free."""
+        if not begun:
+            return
+        with self._ready:
+            self._waiting.extend(begun)
+            self._grow()
+            self._ready.notify(len(begun))
+
+    def keep_up(self) -> None:
+        """Add threads for begun sends that should not wait (the batch calls this each
+        time it wakes: a channel may have turned out slow meanwhile)."""
+        with self._ready:
+            self._grow()
+
+    def waiting(self) -> int:
+        """How many begun sends wait for a free thread."""
+        with self._ready:
+            return len(self._waiting)
+
+    def _grow(self) -> None:
+        # Under the condition's lock. A thread woken but not yet running counts as idle:
+        # it takes the next send that waits.
+        urgent = sum(
+            1 for one in self._waiting if self._must_not_wait(one) or _is_slow(one.channel)
+        )
+        target = max(
+            len(self._threads) + urgent - self._idle,
+            _FEW if self._waiting else 0,
+        )
+        while len(self._threads) < min(target, self._most):
+            thread = threading.Thread(
+                target=self._run, name=f"delivery-{len(self._threads)}", daemon=True
+            )
+            self._threads.append(thread)
+            thread.start()
+            self._idle += 1  # it will take a send as soon as it runs
+
+    def _run(self) -> None:
+        with self._ready:
+            self._idle -= 1  # counted as idle by _grow, which made it
+        while True:
+            with self._ready:
+                self._idle += 1
+                while not self._waiting and not self._closed:
+                    self._ready.wait()
+                self._idle -= 1
+                if not self._waiting:
+                    return  # closed, and nothing left to send
+                one = self._waiting.popleft()
+            began = time.monotonic()
+            try:
+                result = self._send(one)
+            except Exception as exc:
+                # message_send turns a channel's exception into an answer already; this
+                # is the last guard: the batch waits for an answer to every begun send.
+                logger.exception("sending message %s raised", one.envelope.message_id)
+                result = Result(Outcome.UNKNOWN, f"the send raised {type(exc).__name__}: {exc}")
+            self._answers.put((one, result))
+            _took(one.channel, time.monotonic() - began)
+
+    def answers(self, *, wait: float, gather: float) -> list[tuple[Started, Result]]:
+        """The answers that came: waits up to `wait` seconds for a first one, then
+        `gather` seconds more for others sent with it (one step then records several)."""
+        try:
+            first = self._answers.get(timeout=wait)
+        except queue.Empty:
+            return []
+        got = [first]
+        deadline = time.monotonic() + gather
+        while True:
+            try:
+                got.append(self._answers.get(timeout=max(0.0, deadline - time.monotonic())))
+            except queue.Empty:
+                return got
+
+    def close(self) -> None:
+        """Let the threads end once every begun send is sent (they send what waits)."""
+        with self._ready:
+            self._closed = True
+            self._ready.notify_all()
+        for thread in self._threads:
+            thread.join()
