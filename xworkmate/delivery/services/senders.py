@@ -69,7 +69,8 @@ class Senders:
         self._send = send
         self._most = max(1, most)
         self._must_not_wait = must_not_wait
-        self._waiting: deque[Started] = deque()
+        # Each begun send, and whether it must not wait (asked once, when handed).
+        self._waiting: deque[tuple[Started, bool]] = deque()
         self._ready = threading.Condition()
         self._answers: queue.SimpleQueue[tuple[Started, Result]] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
@@ -81,7 +82,7 @@ class Senders:
         if not begun:
             return
         with self._ready:
-            self._waiting.extend(begun)
+            self._waiting.extend((one, self._must_not_wait(one)) for one in begun)
             self._grow()
             self._ready.notify(len(begun))
 
@@ -99,9 +100,7 @@ class Senders:
     def _grow(self) -> None:
         # Under the condition's lock. A thread woken but not yet running counts as idle:
         # it takes the next send that waits.
-        urgent = sum(
-            1 for one in self._waiting if self._must_not_wait(one) or _is_slow(one.channel)
-        )
+        urgent = sum(1 for one, must in self._waiting if must or _is_slow(one.channel))
         target = max(
             len(self._threads) + urgent - self._idle,
             _FEW if self._waiting else 0,
@@ -125,7 +124,7 @@ class Senders:
                 self._idle -= 1
                 if not self._waiting:
                     return  # closed, and nothing left to send
-                one = self._waiting.popleft()
+                one, _ = self._waiting.popleft()
             began = time.monotonic()
             try:
                 result = self._send(one)
