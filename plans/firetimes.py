@@ -2,8 +2,8 @@
 
 Pure (D-K2, D-K18): callers pass the schedule, the times and the host's zone. Catch-up
 after downtime (D-C10, D-C23: plans/runpolicy.py), the fire times that come while a run
-is still out (D-C20, D-C24) and those during an error backoff (D-C21) all walk the same
-grid, so missed and skipped rows never mix two grids.
+is still out (D-C20, D-C24), those during an error backoff (D-C21) and those of a pause
+(D-C26) all walk the same grid, so missed and skipped rows never mix two grids.
 """
 
 from __future__ import annotations
@@ -11,9 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from plans.schedule import compute_next_run_ms
+from plans.schedule import compute_next_run_ms, parse_at_ms
+from plans.schedule.counting import count_fire_times
 
-# Fire times recorded one by one after downtime; beyond, the last row counts the rest.
+# Fire times recorded one by one after downtime or a pause (D-C26); beyond, the newest
+# row counts the rest.
 MAX_MISSED_RECORDED = 100
 
 
@@ -85,3 +87,34 @@ def fire_times_between(
         return FireTimes((), 0, first)
     return fire_times(schedule, due_ms=first, to_ms=before_ms - 1, host_tz=host_tz,
                       job_id=job_id)
+
+
+def newest_fire_times(
+    schedule: Mapping[str, object], *, after_ms: int, before_ms: int, host_tz: str, job_id: str
+) -> FireTimes:
+    """The fire times strictly after `after_ms` and strictly before `before_ms` (those a
+    pause passed by, D-C26): the newest MAX_MISSED_RECORDED listed, oldest first, and
+    `more` the exact number of older ones.
+
+    A pause may last a year of an every-second schedule, so nothing walks the whole span:
+    the count is arithmetic (plans.schedule.counting), a stretch back from the end,
+    doubled until it holds enough fire times, says where the newest begin, and only that
+    stretch is walked. Raises ScheduleError when the schedule cannot be computed.
+    """
+    start = after_ms + 1
+    total = count_fire_times(schedule, start_ms=start, end_ms=before_ms, host_tz=host_tz,
+                             job_id=job_id)
+    if schedule_kind(schedule) == "at":  # one fire time, in the span or not
+        return FireTimes((parse_at_ms(schedule.get("at")),) if total else (), 0, None)
+    begin = start
+    if total > MAX_MISSED_RECORDED:
+        width, held, begin = 1000, 0, before_ms
+        while held < MAX_MISSED_RECORDED and begin > start:
+            earlier = max(start, before_ms - width)
+            held += count_fire_times(schedule, start_ms=earlier, end_ms=begin, host_tz=host_tz,
+                                     job_id=job_id)
+            begin, width = earlier, width * 2
+    walked = fire_times_between(schedule, after_ms=begin - 1, before_ms=before_ms,
+                                host_tz=host_tz, job_id=job_id)
+    listed = walked.times[-MAX_MISSED_RECORDED:]
+    return FireTimes(listed, total - len(listed), walked.next_ms)

@@ -3,7 +3,8 @@
 The same events as `GET /api/plans/<taskId>/timeline` (plans.timeline, one
 reader for both), oldest first, each in words: revisions, change requests,
 confirmations with what they bound (D-C25), expiries, and every fire time with
-its outcome and reason, its run's delivery and the files it archived. The
+its outcome and reason, its run's delivery and the files it archived; while the
+job is paused, the fire times passed so far in the pause (D-C26). The
 download is the same JSON, served to the signed-in person.
 """
 
@@ -14,6 +15,7 @@ from typing import Any
 
 from django.http import HttpRequest, JsonResponse
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.translation import gettext as _g
 from django.utils.translation import pgettext
 
@@ -37,6 +39,8 @@ def _outcome(event: dict[str, Any]) -> str:
         "ran": pgettext("timeline outcome", "ran"),
         "missed": pgettext("timeline outcome", "missed"),
         "skipped": pgettext("timeline outcome", "skipped"),
+        # D-C26: a fire time of the pause going on now, not yet a row.
+        "paused": pgettext("timeline outcome", "paused"),
     }
     return labels.get(event.get("outcome", ""), str(event.get("outcome", "")))
 
@@ -69,7 +73,7 @@ def _row(event: dict[str, Any], zone: tzinfo) -> dict[str, Any]:
 def timeline_context(request: HttpRequest, entry: Entry) -> dict[str, Any]:
     """The page's rows (the plan's zone), the job's status, whether older events exist."""
     job: Job | None = job_of(entry)
-    timeline = plan_timeline(entry, job, limit=DEFAULT_EVENTS)
+    timeline = plan_timeline(entry, job, now=timezone.now(), limit=DEFAULT_EVENTS)
     zone = _zone(schedule_zone(job.schedule if job else entry.schedule, _host_tz()))
     rows = [_row(event, zone) for event in timeline["events"]]
     stamps = [
@@ -95,6 +99,8 @@ def timeline_context(request: HttpRequest, entry: Entry) -> dict[str, Any]:
         "zone": str(getattr(zone, "key", zone)),
         "status": _status(job, entry),
         "paused": live is not None and not live.enabled,
+        # D-C26: since when, for a job a person paused (not one the scheduler disabled).
+        "paused_since": _when(timeline["pausedSince"], zone) if "pausedSince" in timeline else "",
         "review_url": reverse("admin:plans_entry_change", args=[entry.pk]),
         "download_url": reverse("admin:plans_entry_timeline_json", args=[entry.pk]),
     }
@@ -102,7 +108,7 @@ def timeline_context(request: HttpRequest, entry: Entry) -> dict[str, Any]:
 
 def timeline_download(entry: Entry) -> JsonResponse:
     """The API's timeline JSON (`download=1`), its newest MAX_EVENTS, as a file."""
-    body = plan_timeline(entry, job_of(entry), limit=MAX_EVENTS)
+    body = plan_timeline(entry, job_of(entry), now=timezone.now(), limit=MAX_EVENTS)
     response = JsonResponse(body, json_dumps_params={"ensure_ascii": False, "indent": 2})
     response["Content-Disposition"] = f'attachment; filename="plan-{entry.task_id}-timeline.json"'
     return response

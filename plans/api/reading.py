@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils import timezone
 from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
@@ -139,8 +140,11 @@ class PlanTimelineApi(_PlansView):
             "Scope: `plans:read`. Why did it (not) run: each PLAN.md revision, change request "
             "and confirmation (with the revision's SHA-256), and every fire time's row: ran "
             "(its run, delivery and outcome), missed (the service was down) or skipped (the "
-            "previous run was out, or the job was in its error backoff), each with its "
-            f"reason. The newest `limit` events (1-{MAX_EVENTS}, default {DEFAULT_EVENTS}); "
+            "previous run was out, the job was in its error backoff, or it was paused), each "
+            "with its reason. While the job is paused, `pausedSince` says since when and the "
+            "fire times passed so far in the pause are listed with outcome `paused` (not yet "
+            "stored: each becomes a skipped row when the job is resumed or cancelled, D-C26). "
+            f"The newest `limit` events (1-{MAX_EVENTS}, default {DEFAULT_EVENTS}); "
             "`more` says older ones exist. `download=1` answers it as a JSON file."
         ),
         parameters=[
@@ -148,7 +152,7 @@ class PlanTimelineApi(_PlansView):
             OpenApiParameter("download", str, enum=["1"], description="as a file download"),
         ],
         responses={
-            200: OpenApiResponse(description="{taskId, events, more}"),
+            200: OpenApiResponse(description="{taskId, events, more, pausedSince?}"),
             **api_error_responses(
                 {
                     **_READ_ERRORS,
@@ -170,7 +174,9 @@ class PlanTimelineApi(_PlansView):
         download = request.query_params.get("download")
         if download not in (None, "1"):
             raise ValidationError({"download": "must be 1 (a file) or left out"})
-        response = Response(plan_timeline(entry, job_of(entry), limit=page.limit))
+        response = Response(
+            plan_timeline(entry, job_of(entry), now=timezone.now(), limit=page.limit)
+        )
         if download == "1":
             response["Content-Disposition"] = (
                 f'attachment; filename="plan-{entry.task_id}-timeline.json"'

@@ -65,6 +65,9 @@ class Job(models.Model):
     # A cancelled job, or a one-shot that succeeded, leaves the schedule but keeps
     # its row and runs (OpenClaw deletes it; its history is worth more here).
     removed_at = models.DateTimeField(_("removed at"), null=True, blank=True)
+    # When the job's current pause began (D-C26): the fire times from then on get their
+    # skipped rows when it is resumed or cancelled. None: not paused by anyone.
+    paused_at = models.DateTimeField(_("paused since"), null=True, blank=True)
     # state (CronJobState): next_run_at is the scheduler's index (D-C1).
     next_run_at = models.DateTimeField(_("next run"), null=True, blank=True)
     running_at_ms = models.BigIntegerField(_("runningAtMs"), null=True, blank=True)
@@ -97,6 +100,11 @@ class Job(models.Model):
             ),
             models.CheckConstraint(
                 condition=Q(payload__kind="agentTurn"), name="plans_job_agent_turn"
+            ),
+            # D-C26: a pause is a disabled job; a resume clears both together.
+            models.CheckConstraint(
+                condition=Q(paused_at__isnull=True) | Q(enabled=False),
+                name="plans_job_paused_is_disabled",
             ),
         ]
 

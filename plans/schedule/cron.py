@@ -32,6 +32,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 
 from xworkmate.lib.jstime import civil_from_days, days_from_civil, days_in_month
 
@@ -215,6 +216,51 @@ class CronPattern:
                 mi, s = mi + 1, 0  # minutes[60] is -1, which rolls over to the next hour
                 continue
             return (first_day + d - 1) * 86400 + h * 3600 + mi * 60 + ns
+
+    # ------------------------------------------------------------------- counting
+    def count_walls(self, start: int, end: int) -> int:
+        """How many wall-clock seconds in ``[start, end)`` match, without visiting them.
+
+        A day either matches (year, month and the day mask, as :meth:`next_wall` reads
+        them) or not; in a matching day the matching seconds before a time of day are
+        counted from the hour, minute and second tables. So the cost grows with the
+        span's days, not with its matches (a paused every-second job, D-C26).
+        """
+        if end <= start:
+            return 0
+        total = 0
+        for day in range(start // 86400, (end - 1) // 86400 + 1):
+            y, mo, d = civil_from_days(day)
+            if self._next_year(y) != y or self._months[mo] != mo:
+                continue
+            first = days_from_civil(y, mo, 1)
+            if not self._day_mask(days_in_month(y, mo), (first + 4) % 7) >> (d - 1) & 1:
+                continue
+            base = day * 86400
+            total += self._matches_before(min(end - base, 86400)) - self._matches_before(
+                max(start - base, 0)
+            )
+        return total
+
+    def _matches_before(self, second_of_day: int) -> int:
+        """Matching times of a matching day earlier than ``second_of_day`` (0-86400)."""
+        hours, minutes, seconds = self._allowed_times
+        h, rest = divmod(second_of_day, 3600)
+        mi, s = divmod(rest, 60)
+        count = bisect_left(hours, h) * len(minutes) * len(seconds)
+        if h < 24 and self._hours[h] == h:
+            count += bisect_left(minutes, mi) * len(seconds)
+            if self._minutes[mi] == mi:
+                count += bisect_left(seconds, s)
+        return count
+
+    @cached_property
+    def _allowed_times(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+        # The hours, minutes and seconds allowed: a next-value table maps each to itself.
+        def allowed(table: tuple[int, ...]) -> tuple[int, ...]:
+            return tuple(value for value, following in enumerate(table) if following == value)
+
+        return allowed(self._hours), allowed(self._minutes), allowed(self._seconds)
 
 
 def _nearest_weekday(target: int, length: int, first_weekday: int) -> int:

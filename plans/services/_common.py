@@ -8,14 +8,18 @@ joins another table.
 from __future__ import annotations
 
 import hashlib
+import logging
 import uuid
 from datetime import UTC, datetime
 
 from plans.conf import plans_conf
+from plans.firetimes import MAX_MISSED_RECORDED, fire_times, newest_fire_times, schedule_kind
 from plans.models import Entry, Job, Plan, Run
 from plans.policies import job_next_run_ms
-from plans.schedule import ScheduleError
+from plans.schedule import ScheduleError, parse_at_ms
 from plans.services.errors import PlanNotFoundError
+
+logger = logging.getLogger(__name__)
 
 # --- configuration ------------------------------------------------------------------------
 
@@ -106,6 +110,10 @@ def _remove_job(entry: Entry, *, now: datetime) -> None:
     job = Job.objects.select_for_update().filter(entry=entry).first()
     if job is not None and job.removed_at is None:
         _drop_waiting(job, note=SKIPPED_WAITING_STOPPED, now=now)
+        # It never runs again: what was due and its pause's fire times get their rows now.
+        _record_stopped(job, now=now, for_good=True)
+        _record_paused(job, until_ms=_ms(now) + 1, now=now, for_good=True)
+        job.paused_at = None
         job.enabled = False
         job.next_run_at = None
         job.removed_at = now
@@ -113,18 +121,87 @@ def _remove_job(entry: Entry, *, now: datetime) -> None:
         job.save()
 
 
+SKIPPED_PAUSED = "skipped: the job was paused at this fire time"
+PAUSED_MORE = " ({more} earlier fire times of this pause were skipped too, not listed one by one)"
+
+
+def _record_stopped(job: Job, *, now: datetime, for_good: bool) -> int:
+    """The fire times already due that no run will have, when the job is paused or, for
+    good, cancelled (D-C26): a skipped row each, saying they waited to run.
+
+    A recurring job's are those from its due time through now that no tick had started
+    yet (a tick comes every 15 s; the pause came first). A one-shot stays due until it
+    runs (D-C10), so a resume still runs it, late; only a cancel passes its fire time by,
+    and only one that came before a pause (a later one is the pause's, below).
+    """
+    now_ms = _ms(now)
+    try:
+        if schedule_kind(job.schedule) == "at":
+            at_ms = parse_at_ms(job.schedule.get("at"))
+            in_pause = job.paused_at is not None and at_ms > _ms(job.paused_at)
+            if not for_good or at_ms > now_ms or in_pause:
+                return 0
+            times: tuple[int, ...] = (at_ms,)
+            more = 0
+        else:
+            if not job.enabled or job.next_run_at is None or job.next_run_at > now:
+                return 0
+            # Walked as the tick's catch-up would have (its due time is the first).
+            span = fire_times(job.schedule, due_ms=_ms(job.next_run_at), to_ms=now_ms,
+                              host_tz=_host_tz(), job_id=job.job_id)
+            times = span.times[-MAX_MISSED_RECORDED:]
+            more = span.more + len(span.times) - len(times)
+    except ScheduleError as exc:
+        logger.warning("plans: job %s: its due fire times cannot be listed: %s", job.job_id, exc)
+        return 0
+    return record_fire_times(job, times, more, status=Run.SKIPPED,
+                             note=SKIPPED_WAITING_STOPPED, now=now)
+
+
+def _record_paused(job: Job, *, until_ms: int, now: datetime, for_good: bool) -> int:
+    """The fire times of the job's current pause before `until_ms` get their skipped rows
+    (D-C26): the newest MAX_MISSED_RECORDED one by one, the newest of them counting the
+    older ones exactly, so a year-long pause of a frequent job writes a bounded number.
+
+    Written when the pause ends: on resume (`until_ms` is the job's next run or just after
+    now, whichever is first, so no fire time gets both a row and a run), or for good, on
+    a cancel or a confirmation that replaces the schedule. A one-shot's fire time is the
+    pause's only for good: resumed, it still runs (D-C10). The caller clears or moves
+    `paused_at`.
+    """
+    if job.paused_at is None or (not for_good and schedule_kind(job.schedule) == "at"):
+        return 0
+    try:
+        span = newest_fire_times(job.schedule, after_ms=_ms(job.paused_at), before_ms=until_ms,
+                                 host_tz=_host_tz(), job_id=job.job_id)
+    except ScheduleError as exc:
+        # The schedule error is the job's lastError already; nothing can list its times.
+        logger.warning("plans: job %s: the fire times of its pause since %s cannot be listed: %s",
+                       job.job_id, job.paused_at.isoformat(), exc)
+        return 0
+    return record_fire_times(job, span.times, span.more, status=Run.SKIPPED,
+                             note=SKIPPED_PAUSED, now=now, counted=PAUSED_MORE)
+
+
 def record_fire_times(
-    job: Job, times: tuple[int, ...], more: int, *, status: str, note: str, now: datetime
+    job: Job,
+    times: tuple[int, ...],
+    more: int,
+    *,
+    status: str,
+    note: str,
+    now: datetime,
+    counted: str = " ({more} earlier fire times were {status} too)",
 ) -> int:
     """A closed row for each fire time that did not run (missed, skipped), with why;
-    `more` older ones beyond them are counted in the newest row's note."""
+    `more` older ones beyond them are counted in the newest row's note (`counted`)."""
     if not times:
         return 0
     rows = []
     for index, fire_at_ms in enumerate(times):
         text = note
         if more and index == len(times) - 1:
-            text += f" ({more} earlier fire times were {status} too)"
+            text += counted.format(more=more, status=status)
         rows.append(
             Run(
                 job=job,

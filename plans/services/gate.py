@@ -24,6 +24,7 @@ from plans.services._common import (
     _locked_plan_and_entry,
     _ms,
     _next_run_at,
+    _record_paused,
 )
 from plans.services._revisions import _saw_answerer, _sync_plan
 from plans.services.errors import PlanError, PlanGateError
@@ -204,6 +205,11 @@ def _job_for(entry: Entry, confirmation: Confirmation, *, now: datetime) -> Job:
         # Fire times waiting under the old schedule or policy do not run under the new
         # one; each gets its row (D-C23).
         _drop_waiting(job, note=SKIPPED_POLICY_CHANGED, now=now)
+    if schedule_changed and job.paused_at is not None:
+        # A paused job's old schedule ends here: the fire times its pause passed by get
+        # their rows on that schedule, and the pause goes on from now on the new one (D-C26).
+        _record_paused(job, until_ms=now_ms + 1, now=now, for_good=True)
+        job.paused_at = now
     job.confirmation = confirmation
     job.name = entry.task_name
     job.payload = payload

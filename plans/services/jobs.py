@@ -24,6 +24,8 @@ from plans.services._common import (
     _locked_plan_and_entry,
     _ms,
     _next_run_at,
+    _record_paused,
+    _record_stopped,
     _remove_job,
 )
 from plans.services._revisions import _sync_from_disk, _write
@@ -58,8 +60,14 @@ def _locked_job(task_id: str) -> Job:
 
 
 def _pause(job: Job, now: datetime) -> None:
-    # What waited to run (D-C23, D-C24) does not outlive the pause; each gets its row.
+    # What waited to run (D-C23, D-C24) does not outlive the pause; each gets its row, and
+    # so does a fire time already due that no tick had started (D-C26).
     _drop_waiting(job, note=SKIPPED_WAITING_STOPPED, now=now)
+    _record_stopped(job, now=now, for_good=False)
+    if job.paused_at is None:
+        # D-C26: from now on its fire times are the pause's (a pause asked for again
+        # keeps the first moment: the pause goes on).
+        job.paused_at = now
     job.enabled = False
     job.next_run_at = None
     job.running_at_ms = None
@@ -69,20 +77,30 @@ def _pause(job: Job, now: datetime) -> None:
 
 
 def _resume(job: Job, now: datetime) -> None:
+    now_ms = _ms(now)
+    next_run_at = _next_run_at(job, now_ms=now_ms)
+    if job.paused_at is not None:
+        # D-C26: the fire times the pause passed by get their skipped rows, up to the job's
+        # next run: that one runs (an every on a boundary may run now), none before it does.
+        until_ms = now_ms + 1 if next_run_at is None else min(now_ms + 1, _ms(next_run_at))
+        _record_paused(job, until_ms=until_ms, now=now, for_good=False)
+        job.paused_at = None
     job.enabled = True
-    job.next_run_at = _next_run_at(job, now_ms=_ms(now))
+    job.next_run_at = next_run_at
     Entry.objects.filter(pk=job.entry_id, state=Entry.PAUSED).update(
         state=Entry.SCHEDULED, updated_at=now
     )
 
 
 def job_pause(*, task_id: str, now: datetime) -> Job:
-    """Disable the job; PLAN.md stays as it is (D-C4). Its next run and marker are cleared."""
+    """Disable the job; PLAN.md stays as it is (D-C4). Its next run and marker are cleared;
+    when it began is kept, for its fire times' rows (D-C26)."""
     return job_update(task_id=task_id, enabled=False, now=now)
 
 
 def job_resume(*, task_id: str, now: datetime) -> Job:
-    """Enable the job again; its next run is computed from now (§11 case 73)."""
+    """Enable the job again; its next run is computed from now (§11 case 73), and each fire
+    time the pause passed by gets a skipped row (D-C26), not a catch-up run."""
     return job_update(task_id=task_id, enabled=True, now=now)
 
 
