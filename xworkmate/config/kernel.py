@@ -328,7 +328,7 @@ DELIVERY = Section(
         "sends_in_flight": Key(
             16,
             int_at_least(1, 64),
-            doc="sends a batch keeps in flight at once (never two for one session)",
+            doc="sends a batch keeps begun and unanswered at once (never two for one session)",
         ),
         # D-K33: the channel's circuit breaker.
         "breaker_failures": Key(

@@ -149,7 +149,7 @@ class WebhookChannel:
         # Without a given client, each send borrows a client of its own from a free list
         # and gives it back: a batch sends from several threads at once, and one shared
         # pool would have every request take its lock and look at each of its idle
-        # connections (a poll() each) before choosing one (bench/delivery.py, D-K32).
+        # connections (a poll() each) before choosing one (bench/delivery.py, D-K34).
         # The list holds as many clients as sends were ever in flight at once, each
         # keeping its connection alive for the next send.
         self._idle: list[httpx.Client] = []

@@ -77,7 +77,7 @@ class _Answered:
 # The hot statements of a step are written by hand (xworkmate.sql's reasons): a step
 # runs for every few messages a worker sends, and through the ORM compiling its six
 # statements cost ~3 ms of CPU, three times what the database spent on them
-# (bench/delivery.py, D-K32). Identifiers come from the models; values are parameters.
+# (bench/delivery.py, D-K34). Identifiers come from the models; values are parameters.
 _MESSAGE = sql.table(Message)
 _ATTEMPT = sql.table(Attempt)
 

@@ -1,4 +1,4 @@
-"""The threads that send a batch's begun messages: as few as keep up (D-K32).
+"""The threads that send a batch's begun messages: as few as keep up (D-K34).
 
 A batch begins up to `delivery.sends_in_flight` sends in one step and hands
 them here, in the order they began. A send is a blocking HTTP request (or a
