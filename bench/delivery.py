@@ -34,76 +34,50 @@ backlog (the sender measured apart from the enqueuer); two worker processes at
 delivery.sends_in_flight and delivery.batch_size (default: the config's, 16 and
 100 since D-K32); the first line of the table names them and the load average.
 
-Measured here before D-K32 (2 CPUs, PostgreSQL, Redis, 1000 messages a row, an
-idle machine, sends_in_flight 8, batch_size 50), with each send marked when it
-begins and each answer recorded as it arrives (D-K30):
+Each row of the table is one phase; the bare loop runs before each phase and
+after the last, and the phases are judged against the median of those runs (on
+a machine shared with other jobs the loop's rate moved by a third from one
+minute to the next).
 
-    row                        msg/s  p50 ms  p99 ms  vs bare  enqueue/s  backlog msg/s
-    bare loop (channel.send)    1557     0.6     0.9     100%          -           1557
-    outbox, 1 worker             451    42.3    74.4      29%        461            463
-    outbox, 2 workers            337    32.6    61.9      22%        342            778
+Measured with D-K34 (2 CPUs shared with other jobs, PostgreSQL, Redis, 2,000
+messages a row, sends_in_flight 16, batch_size 100), four runs on the same
+afternoon, the machine at its slowest that day:
 
-    one worker, backlog: 30% of the bare loop (NOT met); two workers: 1.68x one (met).
-    With --in-flight 16: one worker 532 msg/s on a backlog (36%), two 898 (1.69x);
-    with 4 and no gathering of answers, 308 (22%).
+    run   bare loop msg/s   1 worker backlog msg/s   vs bare   2 workers   vs 1
+    1          1112                  522                47%       896      1.71x
+    2          1263                  550                44%       737      1.34x
+    3          1140                  477                42%       828      1.73x
+    4          1034                  483                47%       740      1.53x
 
-Measured for D-K32, on the same machine shared with other jobs (load average 3.5
-to 5 on 2 CPUs, so every rate below is a fraction of the idle one and the bare
-loop itself varied from 461 to 1358 messages/s between runs):
+Before D-K34 (the same machine, the same hour): one worker 27-34% of the bare
+loop, two workers 1.43x one. In one process (claims and steps as a worker
+runs them, the bench's receiver) on a quieter minute: 800-900 msg/s against a
+bare loop of 1,700-1,900 (45-53%), where the code before drained ~500.
 
-    backlog, one worker       16 in flight, batch 100     8 in flight, batch 50
-    run 1 (load 3.7 / 4.7)    265 msg/s, 23% of bare      196 msg/s, 43% of bare
-    run 2 (load 4.6 / 5.1)    248 msg/s, 34% of bare      240 msg/s, 20% of bare
-    run 3 (load 0.0 before)   368 msg/s, 62% of bare      323 msg/s, 28% of bare
-    two workers, backlog      244, 359, 576 msg/s         227, 263, 422 msg/s
-                              (0.92x, 1.45x, 1.57x one)   (1.16x, 1.10x, 1.30x one)
+Where one worker's CPU goes, a message (measured in one process, thread CPU
+time of each part):
 
-    Run 3's "62%" is no verdict: its bare loop ran at 593 msg/s, half of the 1168
-    of the run after it, so the ratio flatters the worker.
-
-    No target can be judged on such a machine: the bare loop and the workers are
-    measured a minute apart, under a load that changed in between, and two
-    workers cannot get a second CPU that other jobs hold. What does hold under
-    load is the CPU a message costs the worker's process, measured in one process
-    (claims and steps as a worker runs them, the same receiver) with the two
-    settings interleaved, three rounds each:
-
-    16 in flight, batch 100: 2.5 ms of CPU a message, ~280 msg/s, ~7 answers a step
-    8 in flight, batch 50:   3.2 ms of CPU a message, ~200 msg/s, ~4 answers a step
-    the bare loop:           0.7-1.1 ms of CPU a message
-
-    So one worker reaches at most ~40% of the bare loop even on an idle machine:
-    the target (50%) is NOT met, and would need a cheaper step (below, 2).
-
-Why one worker stays below half the bare loop:
+    part                          before D-K34     D-K34
+    the send (httpx, JSON, HMAC)    0.8-0.9 ms    0.6-0.65 ms   (0.45 ms in the bare loop)
+    its share of the steps          0.6 ms        0.15-0.2 ms
+    its share of the claim          0.05 ms       0.04-0.05 ms
+    in all                          1.7 ms        0.9-1.0 ms
 
 1. (Fixed, issue 10.) Every `deliver` task opened a new PostgreSQL connection
    unless CELERY_DB_REUSE_MAX is set: xworkmate/settings.py sets it and
    xworkmate/celery.py recycles connections per task with close_old_connections.
-2. Exact records cost transactions. Before D-K30 a batch of 50 cost two
-   transactions (claim all as unknown, record all), and one worker drained a
-   backlog at ~70% of the bare loop, but a crash blurred the whole batch. Now a
-   message turns unknown only in the transaction that commits just before its own
-   send, and each answer is written as it arrives: one transaction per step. A
-   step carries the answers that came and the sends that may begin (up to
-   sends_in_flight in flight, on threads, never two for one session), and waits
-   2 ms after the first answer for the others. A step costs ~4.5 ms of CPU
-   whatever it carries (seven statements through the ORM; the profile: a third
-   locking and loading the rows, a quarter the attempts' bulk insert, the rest
-   the UPDATEs and the commit), so the messages per step decide: ~4 with 8 in
-   flight, ~7 with 16 (D-K32).
-3. The worker's child is one process on one core: the sends (httpx, JSON, HMAC,
-   ~1 ms of CPU each, as in the bare loop) run on threads that share it with the
-   steps' ORM work, and PostgreSQL, Redis and the receiver need the second core.
-   Tried for D-K32 and dropped, each measured as above: one asyncio sending thread
-   with httpx.AsyncClient (1.7-2.2 ms of CPU a request against 0.7 ms for the
-   blocking client); the step's statements in one psycopg pipeline (3 round trips
-   instead of 7: no difference); an HTTP client per sending thread (no
-   difference); the sending threads kept across batches, with a step that waits
-   for half of the window (no difference).
+2. Exact records cost transactions (D-K30): a message turns unknown only in the
+   step that commits just before its own send, and each answer is written as
+   it arrives, so a batch runs a step every few answers. Through the ORM a step
+   cost ~4 ms of CPU whatever it carried; by hand (D-K34) ~1.3 ms.
+3. The worker's child is one process on one core: the sends hold the
+   interpreter's lock for most of their 0.45 ms, so threads take turns and
+   each turn costs switching; four threads (D-K34) cost less a send than 16
+   and send as much. What remains above the bare loop's cost is that switching
+   and the steps' share.
 4. Streaming is bounded by the enqueuer: one process enqueuing one message per
-   transaction manages ~350-450 messages/s here, and the workers keep pace
-   (enqueue-to-sent p50 30-40 ms); more workers only take CPU from it.
+   transaction manages ~250-450 messages/s here, and the workers keep pace
+   (enqueue-to-sent p50 35-45 ms); more workers only take CPU from it.
 """
 
 from __future__ import annotations
