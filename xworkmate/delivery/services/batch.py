@@ -3,9 +3,9 @@
 The database work stays on the calling thread (its connection); the sends run on
 a few threads (services.senders, D-K34), so a batch overlaps its sends with the
 steps that record the answers and begin the next sends, and one step usually
-carries several of each. Two sends for one session are never in flight at once, and a session's
-messages begin in the order they were claimed (oldest first), as a receiver
-reading one session's messages expects.
+carries several of each. Two sends for one session are never in flight at once,
+and a session's messages begin in the order they were claimed (oldest first), as
+a receiver reading one session's messages expects.
 """
 
 from __future__ import annotations

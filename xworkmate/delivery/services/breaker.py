@@ -82,12 +82,13 @@ def breakers_active() -> Active:
 
 
 def _blocked_in(active: Active) -> tuple[set[str], set[int]]:
-    channels = {channel for channel, (state, _) in active.items() if state != CLOSED}
-    probes = {
-        probe
-        for channel, (state, probe) in active.items()
-        if state != CLOSED and probe is not None
-    }
+    channels: set[str] = set()
+    probes: set[int] = set()
+    for channel, (state, probe) in active.items():
+        if state != CLOSED:
+            channels.add(channel)
+            if probe is not None:
+                probes.add(probe)
     return channels, probes
 
 

@@ -117,10 +117,10 @@ def _locked(ids: Iterable[int], now: datetime) -> dict[int, _Row]:
         }
 
 
-def _update_messages(sets: str, params: list[Any], ids: list[int]) -> None:
+def _update(table: str, sets: str, params: list[Any], ids: list[int]) -> None:
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {_MESSAGE} SET {sets} WHERE id IN ({_in(ids)})",  # noqa: S608
+            f"UPDATE {table} SET {sets} WHERE id IN ({_in(ids)})",  # noqa: S608
             [*params, *ids],
         )
 
@@ -169,17 +169,18 @@ def _record(
             updated_at=max(now, envelope.created_at),
         )
         changed.append((answered, result.outcome, state.final))
-    with connection.cursor() as cursor:
-        for (outcome, detail), attempt_ids in attempts_by_outcome.items():
-            # An attempt the dispatch job already closed as abandoned keeps the answer
-            # that finally came: it is the truth about that send.
-            cursor.execute(
-                f"UPDATE {_ATTEMPT} SET finished_at = %s, outcome = %s, detail = %s "  # noqa: S608
-                f"WHERE id IN ({_in(attempt_ids)})",
-                [_at(now), outcome, detail, *attempt_ids],
-            )
+    for (outcome, detail), attempt_ids in attempts_by_outcome.items():
+        # An attempt the dispatch job already closed as abandoned keeps the answer
+        # that finally came: it is the truth about that send.
+        _update(
+            _ATTEMPT,
+            "finished_at = %s, outcome = %s, detail = %s",
+            [_at(now), outcome, detail],
+            attempt_ids,
+        )
     for (status, next_attempt_at, last_error), message_ids in messages_by_state.items():
-        _update_messages(
+        _update(
+            _MESSAGE,
             f"status = %s, next_attempt_at = %s, sent_at = %s, last_error = %s, "
             f"updated_at = {_greatest()}(%s, created_at)",
             [
@@ -264,7 +265,8 @@ def _start(
         lease = now + cooldown if _channel(claim.channel).deduplicates else None
         leases.setdefault(lease, []).append(claim.message_id)
     for lease, ids in leases.items():
-        _update_messages(
+        _update(
+            _MESSAGE,
             "status = %s, attempt_count = attempt_count + 1, next_attempt_at = %s, "
             "resend_requested_by_id = NULL, claimed_by = '', claim_expires_at = NULL, "
             f"updated_at = {_greatest()}(%s, created_at)",
