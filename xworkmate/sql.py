@@ -77,6 +77,50 @@ def _fetch_one(sql: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
         return row
 
 
+Statement = tuple[str, Sequence[Any]]
+
+
+def together(statements: Sequence[Statement]) -> list[list[tuple[Any, ...]] | None]:
+    """Run `statements` in order, in the caller's transaction; the rows each answered
+    (None for one that answers none, an UPDATE without RETURNING).
+
+    On PostgreSQL they reach the server as one query text, answered in one round
+    trip: Django's psycopg cursor binds the values on this side, where a
+    statement-by-statement exchange would cost a round trip each (D-K35: in a
+    worker whose other threads keep the interpreter's lock busy, each round trip
+    also waits for that lock once more). Elsewhere, or with a cursor that binds on
+    the server, one by one.
+    """
+    if not statements:
+        return []
+    with connection.cursor() as cursor:
+        if len(statements) == 1 or not _binds_here(cursor):
+            answers: list[list[tuple[Any, ...]] | None] = []
+            for text, params in statements:
+                cursor.execute(text, params)
+                answers.append(cursor.fetchall() if cursor.description is not None else None)
+            return answers
+        cursor.execute(
+            "; ".join(text for text, _ in statements),
+            [value for _, params in statements for value in params],
+        )
+        answers = []
+        for _ in statements:
+            answers.append(cursor.fetchall() if cursor.description is not None else None)
+            cursor.nextset()
+        return answers
+
+
+def _binds_here(cursor: Any) -> bool:
+    """Whether the cursor sends values inside the query text (psycopg's ClientCursor,
+    Django's default on PostgreSQL), which is what lets several statements share one."""
+    if connection.vendor != "postgresql":
+        return False
+    import psycopg  # only where the backend is PostgreSQL
+
+    return isinstance(cursor.cursor, psycopg.ClientCursor)
+
+
 def _lock_clause() -> str:
     """The row-lock suffix of a SELECT: none on SQLite, whose IMMEDIATE transactions
     lock the whole database instead."""

@@ -21,9 +21,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from datetime import datetime
+from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Q
 
 from xworkmate import sql
@@ -66,19 +67,28 @@ def _unclaimed(now: datetime) -> Q:
 Active = dict[str, tuple[str, int | None]]
 
 
+def breakers_statement() -> sql.Statement:
+    """The read of the breakers a step must look at: open, half-open, or counting
+    failures (answered by breakers_of). A batch takes it once per step, together with
+    its other read (D-K35)."""
+    return (
+        f"SELECT channel, state, probe_message_id FROM {sql.table(Breaker)} "  # noqa: S608
+        "WHERE NOT (state = %s AND failures = 0)",
+        [CLOSED],
+    )
+
+
+def breakers_of(answer: list[tuple[Any, ...]] | None) -> Active:
+    return {channel: (state, probe) for channel, state, probe in answer or ()}
+
+
 def breakers_active() -> Active:
     """The breakers a step must look at: open, half-open, or counting failures.
 
-    One hand-written read (xworkmate.sql's reasons): a batch takes it once per step,
-    where the ORM's compiling cost more than the answer (bench/delivery.py).
+    One hand-written read (xworkmate.sql's reasons): the ORM's compiling cost more
+    than the answer (bench/delivery.py).
     """
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT channel, state, probe_message_id FROM {sql.table(Breaker)} "  # noqa: S608
-            "WHERE NOT (state = %s AND failures = 0)",
-            [CLOSED],
-        )
-        return {channel: (state, probe) for channel, state, probe in cursor.fetchall()}
+    return breakers_of(sql.together([breakers_statement()])[0])
 
 
 def _blocked_in(active: Active) -> tuple[set[str], set[int]]:
@@ -113,9 +123,7 @@ def breaker_hold_back(claims: Iterable[tuple[int, str, str]], active: Active) ->
     if not channels:
         return set()
     back = [
-        (mid, token)
-        for mid, channel, token in claims
-        if channel in channels and mid not in probes
+        (mid, token) for mid, channel, token in claims if channel in channels and mid not in probes
     ]
     for mid, token in back:
         Message.objects.filter(pk=mid, claimed_by=token).update(
@@ -127,9 +135,7 @@ def breaker_hold_back(claims: Iterable[tuple[int, str, str]], active: Active) ->
 # --- counting answers (in a step's transaction) ----------------------------------------------
 
 
-def breakers_observe(
-    answers: Iterable[tuple[str, Answer]], now: datetime, active: Active
-) -> bool:
+def breakers_observe(answers: Iterable[tuple[str, Answer]], now: datetime, active: Active) -> bool:
     """Count the answers a step just recorded, per channel, and open or close breakers;
     whether a breaker row was written (`active`, breakers_active(), is then stale)."""
     by_channel: dict[str, list[Answer]] = {}
@@ -368,5 +374,7 @@ __all__ = [
     "breaker_sendable",
     "breakers_active",
     "breakers_observe",
+    "breakers_of",
+    "breakers_statement",
     "breakers_tick",
 ]

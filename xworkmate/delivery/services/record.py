@@ -38,6 +38,8 @@ from xworkmate.delivery.services.breaker import (
     breaker_hold_back,
     breakers_active,
     breakers_observe,
+    breakers_of,
+    breakers_statement,
 )
 from xworkmate.delivery.services.claim import Claimed, Started, claims_renew, envelope_of
 
@@ -96,40 +98,44 @@ def _at(moment: datetime | None) -> Any:
     return connection.ops.adapt_datetimefield_value(moment)
 
 
-def _locked(ids: Iterable[int], now: datetime) -> dict[int, _Row]:
+def _locked(ids: Iterable[int], now: datetime) -> sql.Statement:
+    """The read that locks the step's messages (answered by _rows)."""
     # Locked in id order, as every writer of a step locks them: two steps that share
     # messages (one whose claim ran out, and the batch that took it over) never
     # deadlock.
     wanted = sorted(set(ids))
-    if not wanted:
-        return {}
     lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT id, status, attempt_count, claimed_by, "  # noqa: S608
-            "claim_expires_at IS NOT NULL AND claim_expires_at > %s, resend_requested_by_id "
-            f"FROM {_MESSAGE} WHERE id IN ({_in(wanted)}) ORDER BY id{lock}",
-            [_at(now), *wanted],
-        )
-        return {
-            pk: _Row(status, count, claimed_by, bool(live), resend_by)
-            for pk, status, count, claimed_by, live, resend_by in cursor.fetchall()
-        }
+    return (
+        "SELECT id, status, attempt_count, claimed_by, "  # noqa: S608
+        "claim_expires_at IS NOT NULL AND claim_expires_at > %s, resend_requested_by_id "
+        f"FROM {_MESSAGE} WHERE id IN ({_in(wanted)}) ORDER BY id{lock}",
+        [_at(now), *wanted],
+    )
 
 
-def _update(table: str, sets: str, params: list[Any], ids: list[int]) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {table} SET {sets} WHERE id IN ({_in(ids)})",  # noqa: S608
-            [*params, *ids],
-        )
+def _rows(answer: list[tuple[Any, ...]] | None) -> dict[int, _Row]:
+    return {
+        pk: _Row(status, count, claimed_by, bool(live), resend_by)
+        for pk, status, count, claimed_by, live, resend_by in answer or ()
+    }
+
+
+def _update(table: str, sets: str, params: list[Any], ids: list[int]) -> sql.Statement:
+    return (
+        f"UPDATE {table} SET {sets} WHERE id IN ({_in(ids)})",  # noqa: S608
+        [*params, *ids],
+    )
+
+
+# What a recorded answer asks of the outcome handlers: the message as they see it, the
+# outcome, and whether it is final.
+_Handled = tuple[_Answered, Outcome, bool]
 
 
 def _record(
-    outcomes: list[SendOutcome], messages: dict[int, _Row], now: datetime, active: Active
-) -> bool:
-    """Write the outcomes into the locked rows and run the handlers; whether a breaker
-    row was written (see breakers_observe).
+    outcomes: list[SendOutcome], messages: dict[int, _Row], now: datetime
+) -> tuple[list[sql.Statement], list[_Handled]]:
+    """The writes that put the outcomes into the locked rows, and the handlers' calls.
 
     One UPDATE per distinct outcome rather than one per message: in a step most
     outcomes are alike ("HTTP 200"), so it costs a handful of statements.
@@ -137,7 +143,7 @@ def _record(
     rules = retry_rules()
     attempts_by_outcome: dict[tuple[str, str], list[int]] = {}
     messages_by_state: dict[tuple[str, datetime | None, str], list[int]] = {}
-    changed: list[tuple[_Answered, Outcome, bool]] = []
+    changed: list[_Handled] = []
     for started, result in outcomes:
         envelope = started.envelope
         message = messages[envelope.message_id]
@@ -169,16 +175,18 @@ def _record(
             updated_at=max(now, envelope.created_at),
         )
         changed.append((answered, result.outcome, state.final))
-    for (outcome, detail), attempt_ids in attempts_by_outcome.items():
-        # An attempt the dispatch job already closed as abandoned keeps the answer
-        # that finally came: it is the truth about that send.
+    # An attempt the dispatch job already closed as abandoned keeps the answer that
+    # finally came: it is the truth about that send.
+    writes = [
         _update(
             _ATTEMPT,
             "finished_at = %s, outcome = %s, detail = %s",
             [_at(now), outcome, detail],
             attempt_ids,
         )
-    for (status, next_attempt_at, last_error), message_ids in messages_by_state.items():
+        for (outcome, detail), attempt_ids in attempts_by_outcome.items()
+    ]
+    writes += [
         _update(
             _MESSAGE,
             f"status = %s, next_attempt_at = %s, sent_at = %s, last_error = %s, "
@@ -192,9 +200,14 @@ def _record(
             ],
             message_ids,
         )
-    for answered, outcome, final in changed:
-        run_outcome_handlers(answered, outcome, final)
-    # D-K33: every answer counts for (or against) the channel it was sent on.
+        for (status, next_attempt_at, last_error), message_ids in messages_by_state.items()
+    ]
+    return writes, changed
+
+
+def _observe(outcomes: list[SendOutcome], now: datetime, active: Active) -> bool:
+    """D-K33: every answer counts for (or against) the channel it was sent on; whether
+    a breaker row was written (see breakers_observe)."""
     return breakers_observe(
         (
             (
@@ -213,13 +226,13 @@ def _record(
     )
 
 
-def _start(
-    claims: list[Claimed], messages: dict[int, _Row], now: datetime, by: str, active: Active
-) -> list[Started]:
-    """Begin the sends of the claims still this batch's: attempt rows, `unknown`."""
-    startable: list[tuple[Claimed, _Row]] = []
+def _startable(
+    claims: list[Claimed], messages: dict[int, _Row], active: Active
+) -> list[tuple[Claimed, _Row]]:
+    """The claims still this batch's, whose sends may begin."""
     # D-K33: a channel whose breaker opened since the claim takes no more sends.
     held_back = breaker_hold_back(((c.message_id, c.channel, c.token) for c in claims), active)
+    startable: list[tuple[Claimed, _Row]] = []
     for claim in claims:
         message = messages.get(claim.message_id)
         if (
@@ -233,8 +246,12 @@ def _start(
             # acknowledged meanwhile: this batch must not send it.
             continue
         startable.append((claim, message))
-    if not startable:
-        return []
+    return startable
+
+
+def _start(startable: list[tuple[Claimed, _Row]], now: datetime, by: str) -> list[sql.Statement]:
+    """The writes that begin these sends: their attempt rows (the first statement,
+    answering each attempt's id and message id), then `unknown`."""
     started_at = _at(now)
     rows: list[Any] = []
     for claim, message in startable:
@@ -248,15 +265,15 @@ def _start(
             by,
             message.resend_requested_by_id,
         ]
-    with connection.cursor() as cursor:
-        cursor.execute(
+    writes: list[sql.Statement] = [
+        (
             f"INSERT INTO {_ATTEMPT} "  # noqa: S608
             "(message_id, number, channel, started_at, outcome, detail, by, resent_by_id) "
             f"VALUES {', '.join(['(%s, %s, %s, %s, %s, %s, %s, %s)'] * len(startable))} "
             "RETURNING id, message_id",
             rows,
         )
-        attempt_of = {message_id: pk for pk, message_id in cursor.fetchall()}
+    ]
     # The lease of a started send: nobody sends it again before the cooldown, and
     # then only when its channel de-duplicates (after_send decides the rest).
     cooldown = unknown_cooldown(settings.XWORKMATE)
@@ -264,7 +281,7 @@ def _start(
     for claim, _ in startable:
         lease = now + cooldown if _channel(claim.channel).deduplicates else None
         leases.setdefault(lease, []).append(claim.message_id)
-    for lease, ids in leases.items():
+    writes += [
         _update(
             _MESSAGE,
             "status = %s, attempt_count = attempt_count + 1, next_attempt_at = %s, "
@@ -273,6 +290,43 @@ def _start(
             [Message.UNKNOWN, _at(lease), _at(now)],
             ids,
         )
+        for lease, ids in leases.items()
+    ]
+    return writes
+
+
+def _record_and_start(
+    finished: list[SendOutcome], start: list[Claimed], renew: list[Claimed], now: datetime, by: str
+) -> list[Started]:
+    """One step's writes, in the caller's transaction.
+
+    A step reads in one exchange with the database and writes in one more (D-K35):
+    the locked messages and the breakers, then every UPDATE and the attempts'
+    INSERT together. The outcome handlers run after those writes, on rows that
+    already say what they were told.
+    """
+    messages: dict[int, _Row] = {}
+    active: Active = {}
+    if finished or start:
+        # The breakers are read once a step (usually no row), again only if an answer
+        # just opened or closed one: a send begun after that must see it.
+        ids = [s.envelope.message_id for s, _ in finished] + [c.message_id for c in start]
+        locked, breakers = sql.together([_locked(ids, now), breakers_statement()])
+        messages, active = _rows(locked), breakers_of(breakers)
+    writes, handled = _record(finished, messages, now)
+    if _observe(finished, now, active):
+        active = breakers_active()
+    startable = _startable(start, messages, active)
+    first_start = len(writes)
+    if startable:
+        writes += _start(startable, now, by)
+    answers = sql.together(writes)
+    attempt_of = {
+        message_id: pk for pk, message_id in (answers[first_start] if startable else None) or ()
+    }
+    for answered, outcome, final in handled:
+        run_outcome_handlers(answered, outcome, final)
+    claims_renew(renew, now)
     return [
         Started(
             envelope=envelope_of(claim, message.attempt_count + 1),
@@ -281,23 +335,6 @@ def _start(
         )
         for claim, message in startable
     ]
-
-
-def _record_and_start(
-    finished: list[SendOutcome], start: list[Claimed], renew: list[Claimed], now: datetime, by: str
-) -> list[Started]:
-    """One step's writes, in the caller's transaction."""
-    messages = _locked(
-        [s.envelope.message_id for s, _ in finished] + [c.message_id for c in start], now
-    )
-    # The breakers are read once a step (usually no row), again only if an answer
-    # just opened or closed one: a send begun after that must see it.
-    active = breakers_active() if finished or start else {}
-    if _record(finished, messages, now, active):
-        active = breakers_active()
-    started = _start(start, messages, now, by, active)
-    claims_renew(renew, now)
-    return started
 
 
 def deliveries_step(
