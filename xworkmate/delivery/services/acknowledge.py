@@ -40,12 +40,7 @@ def message_acknowledge(*, message: Message, by: str, now: datetime) -> bool:
         locked.updated_at = max(now, locked.created_at)
         locked.save(
             update_fields=[
-                "status",
-                "attempt_count",
-                "sent_at",
-                "next_attempt_at",
-                "last_error",
-                "updated_at",
+                "status", "attempt_count", "sent_at", "next_attempt_at", "last_error", "updated_at",
             ]
         )
         run_outcome_handlers(locked, Outcome.SENT, True)
