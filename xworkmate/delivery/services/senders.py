@@ -1,13 +1,14 @@
-"""The threads that send a batch's begun messages: as few as keep up (D-K34).
+"""The threads that send a batch's begun messages: as few as keep up (D-K34, D-K35).
 
 A batch begins up to `delivery.sends_in_flight` sends in one step and hands
 them here, in the order they began. A send is a blocking HTTP request (or a
 child process) whose thread holds the interpreter's lock while it builds,
-signs and parses: on a receiver that answers within a few milliseconds, four
-threads keep the worker's CPU busy, and every thread beyond that only adds
-switching between them (with 16 threads a send cost ~40% more CPU than with
-4, bench/delivery.py). So a begun send may wait a moment for one of the few
-threads, behind the sends begun before it.
+signs and parses: on a receiver that answers within a few milliseconds, two
+threads keep the round trips overlapped, and every thread beyond that only
+adds switching and takes the lock from the batch's own steps (with 16 threads
+a send cost ~40% more CPU than with 4, and with 4 a worker drained less than
+with 2, bench/delivery.py). So a begun send may wait a moment for one of the
+few threads, behind the sends begun before it.
 
 That moment is kept short, and nil where it would matter:
 
@@ -18,6 +19,10 @@ That moment is kept short, and nil where it would matter:
   across a network) gets a thread for each begun send, as the batch adds one
   whenever a send waits: its sends wait on the network, not on the CPU. How
   long a channel's sends take is remembered by the process across batches.
+  Only while the process is not busy on the CPU, though: a send also takes
+  long when it waits for the interpreter's lock, and more threads would only
+  make that wait longer (a busy worker judged its fast receiver slow, grew to
+  16 threads and stayed there, D-K35).
 """
 
 from __future__ import annotations
@@ -34,8 +39,9 @@ from xworkmate.delivery.services.claim import Started
 
 logger = logging.getLogger("xworkmate.delivery.services")
 
-# Threads a batch starts with (enough to keep one CPU busy on fast receivers).
-_FEW = 4
+# Threads a batch starts with: two keep a fast receiver's round trips overlapped, and
+# each thread more takes the interpreter's lock from the batch's steps (D-K35).
+_FEW = 2
 # A channel whose sends typically take longer than this is slow: waiting for a thread
 # would only add to it (a loopback send takes ~1 ms, one across a network tens).
 _SLOW_SEND = 0.010
@@ -54,6 +60,28 @@ def _took(channel: str, seconds: float) -> None:
 
 def _is_slow(channel: str) -> bool:
     return _typical.get(channel, 0.0) > _SLOW_SEND
+
+
+# The process is busy when its threads used more than this share of one CPU over the
+# last _CPU_SAMPLE seconds or more: the interpreter's lock lets it use about one.
+_CPU_BUSY = 0.75
+_CPU_SAMPLE = 0.05
+_cpu_last = (time.monotonic(), time.process_time())
+_cpu_share = 0.0
+_cpu_lock = threading.Lock()
+
+
+def _cpu_busy() -> bool:
+    """Whether this process's threads keep a CPU busy (measured, not guessed): then a
+    send that takes long is waiting for the interpreter's lock, not for its receiver."""
+    global _cpu_last, _cpu_share
+    now, used = time.monotonic(), time.process_time()
+    with _cpu_lock:
+        then, used_then = _cpu_last
+        if now - then >= _CPU_SAMPLE:
+            _cpu_share = (used - used_then) / (now - then)
+            _cpu_last = (now, used)
+        return _cpu_share > _CPU_BUSY
 
 
 class Senders:
@@ -100,7 +128,12 @@ class Senders:
     def _grow(self) -> None:
         # Under the condition's lock. A thread woken but not yet running counts as idle:
         # it takes the next send that waits.
-        urgent = sum(1 for one, must in self._waiting if must or _is_slow(one.channel))
+        waiting_on_network = not _cpu_busy()
+        urgent = sum(
+            1
+            for one, must in self._waiting
+            if must or (waiting_on_network and _is_slow(one.channel))
+        )
         target = max(
             len(self._threads) + urgent - self._idle,
             _FEW if self._waiting else 0,
