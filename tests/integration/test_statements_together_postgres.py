@@ -1,0 +1,103 @@
+"""sql.together on PostgreSQL (D-K35): several statements, one query text, one round trip.
+
+A delivery step reads in one exchange and writes in one more; these tests hold
+the helper to what the step relies on: each statement's rows come back in order
+(a RETURNING in the middle too), an error in any of them leaves none of them
+written, and a step on a real receiver costs exactly two such exchanges.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.db import DatabaseError, connection, transaction
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from tests.delivery.conftest import Receiver, use_channels
+from xworkmate import sql
+from xworkmate.config import DeliveryChannel
+from xworkmate.delivery.models import Attempt, Message
+from xworkmate.delivery.services import (
+    deliveries_step,
+    message_send,
+    messages_claim,
+    outbox_enqueue,
+)
+
+pytestmark = pytest.mark.usefixtures("real_services")
+
+MESSAGE = sql.table(Message)
+
+
+def _statements(queries: CaptureQueriesContext) -> list[str]:
+    """What reached the server, the transaction's own BEGIN and COMMIT aside."""
+    return [q["sql"] for q in queries if q["sql"] not in ("BEGIN", "COMMIT")]
+
+
+def _enqueue(key: str) -> Message:
+    return outbox_enqueue(
+        purpose="longrun.progress", target=f"agent:main:{key}", body=f"正在看：{key}",
+        idempotency_key=key, now=timezone.now(),
+    )
+
+
+def test_several_statements_go_as_one_query_and_answer_in_order():
+    first, second = _enqueue("a"), _enqueue("b")
+    with CaptureQueriesContext(connection) as queries, transaction.atomic():
+        answers = sql.together(
+            [
+                (f"SELECT id FROM {MESSAGE} WHERE id = %s", [first.pk]),  # noqa: S608
+                (f"UPDATE {MESSAGE} SET last_error = %s WHERE id = %s", ["x; y", first.pk]),  # noqa: S608
+                (
+                    f"UPDATE {MESSAGE} SET last_error = %s WHERE id = %s RETURNING id",  # noqa: S608
+                    ["it's 100%", second.pk],
+                ),
+                (f"SELECT count(*) FROM {MESSAGE}", []),  # noqa: S608
+            ]
+        )
+    assert answers == [[(first.pk,)], None, [(second.pk,)], [(2,)]]
+    assert len(_statements(queries)) == 1  # one query text, one round trip
+    # Values travel as values: a quote, a semicolon or a percent sign is text.
+    assert Message.objects.get(pk=first.pk).last_error == "x; y"
+    assert Message.objects.get(pk=second.pk).last_error == "it's 100%"
+
+
+def test_an_error_in_any_statement_leaves_none_of_them_written():
+    message = _enqueue("a")
+    with pytest.raises(DatabaseError), transaction.atomic():
+        sql.together(
+            [
+                (f"UPDATE {MESSAGE} SET last_error = %s WHERE id = %s", ["written?", message.pk]),  # noqa: S608
+                (f"UPDATE {MESSAGE} SET attempt_count = -1 WHERE id = %s", [message.pk]),  # noqa: S608
+            ]
+        )
+    message.refresh_from_db()
+    assert message.last_error == "" and message.attempt_count == 0
+
+
+def test_a_step_reads_in_one_exchange_and_writes_in_one_more(settings):
+    receiver = Receiver()
+    try:
+        use_channels(
+            settings, DeliveryChannel(name="hook", kind="webhook", url=receiver.url),
+            routes={"longrun.progress": "hook"},
+        )
+        for i in range(5):
+            _enqueue(f"m{i}")
+        claims = messages_claim(new=True, now=timezone.now(), limit=5)
+        with CaptureQueriesContext(connection) as beginning:
+            started = deliveries_step(
+                finished=[], start=claims, renew=[], now=timezone.now(), by="test"
+            )
+        answers = [(one, message_send(one)) for one in started]
+        with CaptureQueriesContext(connection) as recording:
+            deliveries_step(finished=answers, start=[], renew=[], now=timezone.now(), by="test")
+    finally:
+        receiver.close()
+    assert len(started) == 5
+    # The reads (the locked messages, the breakers), then the writes; BEGIN and
+    # COMMIT aside, nothing else reaches the server.
+    assert len(_statements(beginning)) == 2, _statements(beginning)
+    assert len(_statements(recording)) == 2, _statements(recording)
+    assert set(Message.objects.values_list("status", flat=True)) == {Message.SENT}
+    assert Attempt.objects.filter(outcome="sent", finished_at__isnull=False).count() == 5
