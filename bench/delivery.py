@@ -10,8 +10,10 @@ queue in the Redis database of --broker-url is purged.
 
 In one run:
 
-- a webhook receiver on 127.0.0.1, in a process of its own (http.server,
-  HTTP/1.1 keep-alive, TCP_NODELAY, answers 200 at once, counts requests);
+- a webhook receiver on 127.0.0.1, in a process of its own (an asyncio
+  event loop, HTTP/1.1 keep-alive, TCP_NODELAY, answers 200 at once, counts
+  requests; D-K35: it stands in for another machine, so it costs this one
+  little);
 - PostgreSQL migrated, and a config routing `longrun.progress` to a webhook
   channel at the receiver, with a secret (every request is signed);
 - "bare loop": the webhook channel's own `send` (one httpx client, the same
@@ -39,29 +41,38 @@ after the last, and the phases are judged against the median of those runs (on
 a machine shared with other jobs the loop's rate moved by a third from one
 minute to the next).
 
-Measured with D-K34 (2 CPUs shared with other jobs, PostgreSQL, Redis, 2,000
-messages a row, sends_in_flight 16, batch_size 100), four runs on the same
-afternoon, the machine at its slowest that day:
+Measured with D-K35 (2 CPUs shared with other jobs, PostgreSQL, Redis, 2,000
+messages a row, sends_in_flight 16, batch_size 100), three runs on one
+morning, the machine slow (its bare loop moved between 366 and 669 msg/s
+within single runs):
 
     run   bare loop msg/s   1 worker backlog msg/s   vs bare   2 workers   vs 1
-    1          1112                  522                47%       896      1.71x
-    2          1263                  550                44%       737      1.34x
-    3          1140                  477                42%       828      1.73x
-    4          1034                  483                47%       740      1.53x
+    1           573                  289                50%       339      1.17x
+    2           449                  255                57%       329      1.29x
+    3           572                  270                47%       381      1.41x
 
-Before D-K34 (the same machine, the same hour): one worker 27-34% of the bare
-loop, two workers 1.43x one. In one process (claims and steps as a worker
-runs them, the bench's receiver) on a quieter minute: 800-900 msg/s against a
-bare loop of 1,700-1,900 (45-53%), where the code before drained ~500.
+The code before D-K35 with this bench, run alternately with it (two rounds
+each): one worker 239 and 213 msg/s against 248 and 265, two workers 337 and
+319 against 337 and 361. Two workers cost 26% more CPU a message than one
+(3.15 ms against 2.5 ms in the worker processes) and kept the 2 CPUs 87%
+busy with PostgreSQL and the receiver: 1.6x one worker does not fit in two
+CPUs at that cost (D-K35). With D-K34 on a machine twice as fast (its bare
+loop 1,034-1,263 msg/s, the threaded receiver): one worker 42-47%, two
+workers 1.34-1.73x one.
 
 Where one worker's CPU goes, a message (measured in one process, thread CPU
 time of each part):
 
-    part                          before D-K34     D-K34
+    part                          before D-K34     D-K34     (the faster machine)
     the send (httpx, JSON, HMAC)    0.8-0.9 ms    0.6-0.65 ms   (0.45 ms in the bare loop)
     its share of the steps          0.6 ms        0.15-0.2 ms
     its share of the claim          0.05 ms       0.04-0.05 ms
     in all                          1.7 ms        0.9-1.0 ms
+
+On the slower machine of D-K35 the same parts cost about 2.5 times as much
+(the bare loop's send 1.2-1.4 ms); a step took ~13 ms of wall time for ~3.3
+ms of CPU, waiting on its round trips and for the interpreter's lock after
+each, which is why it now makes two exchanges instead of seven.
 
 1. (Fixed, issue 10.) Every `deliver` task opened a new PostgreSQL connection
    unless CELERY_DB_REUSE_MAX is set: xworkmate/settings.py sets it and
@@ -69,12 +80,13 @@ time of each part):
 2. Exact records cost transactions (D-K30): a message turns unknown only in the
    step that commits just before its own send, and each answer is written as
    it arrives, so a batch runs a step every few answers. Through the ORM a step
-   cost ~4 ms of CPU whatever it carried; by hand (D-K34) ~1.3 ms.
+   cost ~4 ms of CPU whatever it carried; by hand (D-K34) ~1.3 ms; on
+   PostgreSQL it is now two exchanges with the server (D-K35).
 3. The worker's child is one process on one core: the sends hold the
    interpreter's lock for most of their 0.45 ms, so threads take turns and
-   each turn costs switching; four threads (D-K34) cost less a send than 16
-   and send as much. What remains above the bare loop's cost is that switching
-   and the steps' share.
+   each turn costs switching and delays the steps; two threads (D-K35) drain
+   more than four (D-K34), and four more than 16. What remains above the bare
+   loop's cost is that switching and the steps' share.
 4. Streaming is bounded by the enqueuer: one process enqueuing one message per
    transaction manages ~250-450 messages/s here, and the workers keep pace
    (enqueue-to-sent p50 35-45 ms); more workers only take CPU from it.
