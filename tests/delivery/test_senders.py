@@ -114,15 +114,24 @@ def test_it_never_runs_more_threads_than_the_window():
     senders.close()
 
 
-def test_a_slow_channel_gets_a_thread_for_each_begun_send():
+def _learning_slow(channel: str) -> Senders:
+    """Senders that have sent four messages on `channel`, 30 ms each: the process has
+    learnt that the channel is slow."""
+
     def slow(one: Started) -> Result:
         time.sleep(0.03)
         return Result(Outcome.SENT, "HTTP 200")
 
     senders = Senders(slow, most=16, must_not_wait=lambda one: False)
-    senders.hand([_started(n, "far") for n in range(4)])
-    assert len(_collect(senders, 4)) == 4  # the process learns the channel is slow
-    assert senders_module._is_slow("far") and not senders_module._is_slow("hook")
+    senders.hand([_started(n, channel) for n in range(4)])
+    assert len(_collect(senders, 4)) == 4
+    assert senders_module._is_slow(channel)
+    return senders
+
+
+def test_a_slow_channel_gets_a_thread_for_each_begun_send():
+    senders = _learning_slow("far")
+    assert not senders_module._is_slow("hook")
     gate = _Gate()
     senders._send = gate
     senders.hand([_started(n, "far") for n in range(4, 16)])
@@ -140,14 +149,7 @@ def test_a_slow_channel_gets_a_thread_for_each_begun_send():
 def test_a_slow_channel_gets_no_more_threads_while_the_process_is_busy_on_the_cpu():
     # D-K35: a send also takes long while it waits for the interpreter's lock; judged
     # slow then, a busy worker would add threads that only make that wait longer.
-    def slow(one: Started) -> Result:
-        time.sleep(0.03)
-        return Result(Outcome.SENT, "HTTP 200")
-
-    senders = Senders(slow, most=16, must_not_wait=lambda one: False)
-    senders.hand([_started(n, "farther") for n in range(4)])
-    assert len(_collect(senders, 4)) == 4
-    assert senders_module._is_slow("farther")
+    senders = _learning_slow("farther")
     stop = threading.Event()
 
     def spin() -> None:  # pure Python: holds the interpreter's lock, keeps a CPU busy
