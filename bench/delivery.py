@@ -41,33 +41,36 @@ after the last, and the phases are judged against the median of those runs (on
 a machine shared with other jobs the loop's rate moved by a third from one
 minute to the next).
 
-Measured with D-K35 (2 CPUs shared with other jobs, PostgreSQL, Redis, 2,000
-messages a row, sends_in_flight 16, batch_size 100), three runs on one
-morning, the machine slow (its bare loop moved between 366 and 669 msg/s
-within single runs):
+Measured with D-K36 (2 CPUs, PostgreSQL, Redis, 2,000 messages a row,
+sends_in_flight 16, batch_size 100), three runs in one hour on a machine about
+four times as fast as D-K35's:
 
     run   bare loop msg/s   1 worker backlog msg/s   vs bare   2 workers   vs 1
-    1           573                  289                50%       339      1.17x
-    2           449                  255                57%       329      1.29x
-    3           572                  270                47%       381      1.41x
+    1          2089                 1101                53%      1506      1.37x
+    2          2354                 1082                46%      1559      1.44x
+    3          2504                 1019                41%      1483      1.46x
 
-The code before D-K35 with this bench, run alternately with it (two rounds
-each): one worker 239 and 213 msg/s against 248 and 265, two workers 337 and
-319 against 337 and 361. Two workers cost 26% more CPU a message than one
-(3.15 ms against 2.5 ms in the worker processes) and kept the 2 CPUs 87%
-busy with PostgreSQL and the receiver: 1.6x one worker does not fit in two
-CPUs at that cost (D-K35). With D-K34 on a machine twice as fast (its bare
-loop 1,034-1,263 msg/s, the threaded receiver): one worker 42-47%, two
+The same hour with D-K35's code (two sending threads): one worker 767, 931 and
+1,082 msg/s (34-46%), two workers 1.56-1.84x one. What one message costs the
+CPUs (process CPU time, measured in one process): the worker 0.74-0.82 ms,
+PostgreSQL 0.19-0.24 ms, the receiver 0.10 ms; two workers on 2 CPUs can then
+send at most ~1,800 msg/s, less than 1.6x a worker at half the loop (D-K36).
+With D-K35 on a slow machine (its bare loop 449-573 msg/s): one worker 47-57%,
+two workers 1.17-1.41x one. With D-K34 on a machine twice as fast as that (its
+bare loop 1,034-1,263 msg/s, the threaded receiver): one worker 42-47%, two
 workers 1.34-1.73x one.
 
 Where one worker's CPU goes, a message (measured in one process, thread CPU
 time of each part):
 
-    part                          before D-K34     D-K34     (the faster machine)
-    the send (httpx, JSON, HMAC)    0.8-0.9 ms    0.6-0.65 ms   (0.45 ms in the bare loop)
-    its share of the steps          0.6 ms        0.15-0.2 ms
-    its share of the claim          0.05 ms       0.04-0.05 ms
-    in all                          1.7 ms        0.9-1.0 ms
+    part                          before D-K34     D-K34         D-K36
+    the send (httpx, JSON, HMAC)    0.8-0.9 ms    0.6-0.65 ms   0.48-0.55 ms
+    its share of the steps          0.6 ms        0.15-0.2 ms   0.14-0.17 ms
+    its share of the claim          0.05 ms       0.04-0.05 ms  0.04 ms
+    in all                          1.7 ms        0.9-1.0 ms    0.74-0.82 ms
+    the bare loop's send                          0.45 ms       0.40-0.49 ms
+
+(D-K34 and D-K36 on machines of about the same speed.)
 
 On the slower machine of D-K35 the same parts cost about 2.5 times as much
 (the bare loop's send 1.2-1.4 ms); a step took ~13 ms of wall time for ~3.3
@@ -81,12 +84,14 @@ each, which is why it now makes two exchanges instead of seven.
    step that commits just before its own send, and each answer is written as
    it arrives, so a batch runs a step every few answers. Through the ORM a step
    cost ~4 ms of CPU whatever it carried; by hand (D-K34) ~1.3 ms; on
-   PostgreSQL it is now two exchanges with the server (D-K35).
+   PostgreSQL it is now two exchanges with the server (D-K35) whose texts
+   psycopg parses once (D-K36), ~1 ms.
 3. The worker's child is one process on one core: the sends hold the
    interpreter's lock for most of their 0.45 ms, so threads take turns and
-   each turn costs switching and delays the steps; two threads (D-K35) drain
-   more than four (D-K34), and four more than 16. What remains above the bare
-   loop's cost is that switching and the steps' share.
+   each turn costs switching and delays the steps; one thread (D-K36) drains
+   more than two (D-K35), two more than four (D-K34), and four more than 16.
+   What remains above the bare loop's cost is the steps' and the claims' share,
+   and the moments the one thread waits for a step to begin more sends.
 4. Streaming is bounded by the enqueuer: one process enqueuing one message per
    transaction manages ~250-450 messages/s here, and the workers keep pace
    (enqueue-to-sent p50 35-45 ms); more workers only take CPU from it.

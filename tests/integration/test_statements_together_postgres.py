@@ -101,3 +101,38 @@ def test_a_step_reads_in_one_exchange_and_writes_in_one_more(settings):
     assert len(_statements(recording)) == 2, _statements(recording)
     assert set(Message.objects.values_list("status", flat=True)) == {Message.SENT}
     assert Attempt.objects.filter(outcome="sent", finished_at__isnull=False).count() == 5
+
+
+def test_ids_and_rows_travel_as_arrays_so_a_statements_text_stays_the_same():
+    # D-K36: psycopg parses a query text once and keeps it only if the text (and its
+    # 50 parameters at most) come again; a step's statements must not change with
+    # how many messages they carry.
+    messages = [_enqueue(f"m{i}") for i in range(3)]
+    ids = [m.pk for m in messages]
+    one, one_params = sql.one_of("id", ids[:1])
+    three, three_params = sql.one_of("id", ids)
+    assert one == three and one_params == [ids[:1]] and three_params == [ids]
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT id FROM {MESSAGE} WHERE {three} ORDER BY id", three_params)  # noqa: S608
+        assert [row[0] for row in cursor.fetchall()] == ids
+    now = timezone.now()
+    fields = ["message", "number", "channel", "started_at", "outcome", "detail", "by"]
+    rows = [[pk, 1, "hook", now, "", "", "test"] for pk in ids]
+    text_one, _ = sql.insert_rows(Attempt, fields, rows[:1])
+    text_three, params = sql.insert_rows(Attempt, fields, rows)
+    assert text_one == text_three and len(params) == len(fields)
+    with transaction.atomic():
+        sql.together([(text_three, params)])
+    assert sorted(Attempt.objects.values_list("message_id", flat=True)) == ids
+
+
+def test_an_inserted_value_too_long_for_its_column_is_refused_and_nothing_written():
+    # The arrays are cast to their columns' types without a length, so a value too
+    # long for varchar(64) is refused as a plain INSERT refuses it, never cut short.
+    message = _enqueue("a")
+    fields = ["message", "number", "channel", "started_at", "outcome", "detail", "by"]
+    now = timezone.now()
+    rows = [[message.pk, 1, "hook", now, "", "", "test"], [message.pk, 2, "x" * 65, now, "", "", "t"]]
+    with pytest.raises(DatabaseError), transaction.atomic():
+        sql.together([sql.insert_rows(Attempt, fields, rows)])
+    assert not Attempt.objects.exists()

@@ -13,7 +13,7 @@ open), or answered.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -84,10 +84,6 @@ _MESSAGE = sql.table(Message)
 _ATTEMPT = sql.table(Attempt)
 
 
-def _in(ids: Sequence[int]) -> str:
-    return ", ".join(["%s"] * len(ids))
-
-
 def _greatest() -> str:
     # updated_at never precedes created_at (a check constraint), even when `now` comes
     # from a clock a little behind the one that created the row: as _not_before_creation.
@@ -105,11 +101,12 @@ def _locked(ids: Iterable[int], now: datetime) -> sql.Statement:
     # deadlock.
     wanted = sorted(set(ids))
     lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    where, values = sql.one_of("id", wanted)
     return (
         "SELECT id, status, attempt_count, claimed_by, "  # noqa: S608
         "claim_expires_at IS NOT NULL AND claim_expires_at > %s, resend_requested_by_id "
-        f"FROM {_MESSAGE} WHERE id IN ({_in(wanted)}) ORDER BY id{lock}",
-        [_at(now), *wanted],
+        f"FROM {_MESSAGE} WHERE {where} ORDER BY id{lock}",
+        [_at(now), *values],
     )
 
 
@@ -121,10 +118,8 @@ def _rows(answer: list[tuple[Any, ...]] | None) -> dict[int, _Row]:
 
 
 def _update(table: str, sets: str, params: list[Any], ids: list[int]) -> sql.Statement:
-    return (
-        f"UPDATE {table} SET {sets} WHERE id IN ({_in(ids)})",  # noqa: S608
-        [*params, *ids],
-    )
+    where, values = sql.one_of("id", ids)
+    return f"UPDATE {table} SET {sets} WHERE {where}", [*params, *values]  # noqa: S608
 
 
 # What a recorded answer asks of the outcome handlers: the message as they see it, the
@@ -253,27 +248,24 @@ def _start(startable: list[tuple[Claimed, _Row]], now: datetime, by: str) -> lis
     """The writes that begin these sends: their attempt rows (the first statement,
     answering each attempt's id and message id), then `unknown`."""
     started_at = _at(now)
-    rows: list[Any] = []
-    for claim, message in startable:
-        rows += [
-            claim.message_id,
-            message.attempt_count + 1,
-            claim.channel,
-            started_at,
-            "",
-            "",
-            by,
-            message.resend_requested_by_id,
-        ]
-    writes: list[sql.Statement] = [
-        (
-            f"INSERT INTO {_ATTEMPT} "  # noqa: S608
-            "(message_id, number, channel, started_at, outcome, detail, by, resent_by_id) "
-            f"VALUES {', '.join(['(%s, %s, %s, %s, %s, %s, %s, %s)'] * len(startable))} "
-            "RETURNING id, message_id",
-            rows,
-        )
-    ]
+    text, params = sql.insert_rows(
+        Attempt,
+        ["message", "number", "channel", "started_at", "outcome", "detail", "by", "resent_by"],
+        [
+            [
+                claim.message_id,
+                message.attempt_count + 1,
+                claim.channel,
+                started_at,
+                "",
+                "",
+                by,
+                message.resend_requested_by_id,
+            ]
+            for claim, message in startable
+        ],
+    )
+    writes: list[sql.Statement] = [(f"{text} RETURNING id, message_id", params)]
     # The lease of a started send: nobody sends it again before the cooldown, and
     # then only when its channel de-duplicates (after_send decides the rest).
     cooldown = unknown_cooldown(settings.XWORKMATE)

@@ -1,14 +1,16 @@
-"""The threads that send a batch's begun messages: as few as keep up (D-K34, D-K35).
+"""The threads that send a batch's begun messages: as few as keep up (D-K34 to D-K36).
 
 A batch begins up to `delivery.sends_in_flight` sends in one step and hands
 them here, in the order they began. A send is a blocking HTTP request (or a
 child process) whose thread holds the interpreter's lock while it builds,
-signs and parses: on a receiver that answers within a few milliseconds, two
-threads keep the round trips overlapped, and every thread beyond that only
+signs and parses: on a receiver that answers within a millisecond, one thread
+sending back to back keeps the process busy, and every thread beyond that only
 adds switching and takes the lock from the batch's own steps (with 16 threads
-a send cost ~40% more CPU than with 4, and with 4 a worker drained less than
-with 2, bench/delivery.py). So a begun send may wait a moment for one of the
-few threads, behind the sends begun before it.
+a send cost ~40% more CPU than with 4, with 4 a worker drained less than with
+2, and with 2 less than with 1, bench/delivery.py). A receiver that takes a
+few milliseconds gets a second thread, which overlaps its round trips. So a
+begun send may wait a moment for one of the few threads, behind the sends
+begun before it.
 
 That moment is kept short, and nil where it would matter:
 
@@ -39,9 +41,14 @@ from xworkmate.delivery.services.claim import Started
 
 logger = logging.getLogger("xworkmate.delivery.services")
 
-# Threads a batch starts with: two keep a fast receiver's round trips overlapped, and
-# each thread more takes the interpreter's lock from the batch's steps (D-K35).
-_FEW = 2
+# Threads a batch starts with: one sends a fast receiver's messages back to back, and
+# the batch's steps take the interpreter's lock in its short waits; a second one only
+# took turns with it for the lock (D-K36).
+_FEW = 1
+# A channel whose sends typically take longer than this waits on its receiver more
+# than on the CPU (a loopback send takes ~0.5-0.8 ms): a second thread overlaps its
+# round trips (D-K36).
+_WAITING_SEND = 0.002
 # A channel whose sends typically take longer than this is slow: waiting for a thread
 # would only add to it (a loopback send takes ~1 ms, one across a network tens).
 _SLOW_SEND = 0.010
@@ -60,6 +67,10 @@ def _took(channel: str, seconds: float) -> None:
 
 def _is_slow(channel: str) -> bool:
     return _typical.get(channel, 0.0) > _SLOW_SEND
+
+
+def _waits_on_receiver(channel: str) -> bool:
+    return _typical.get(channel, 0.0) > _WAITING_SEND
 
 
 # The process is busy when its threads used more than this share of one CPU over the
@@ -134,10 +145,13 @@ class Senders:
             for one, must in self._waiting
             if must or (waiting_on_network and _is_slow(one.channel))
         )
-        target = max(
-            len(self._threads) + urgent - self._idle,
-            _FEW if self._waiting else 0,
-        )
+        few = 0
+        if self._waiting:
+            overlap = waiting_on_network and any(
+                _waits_on_receiver(one.channel) for one, _ in self._waiting
+            )
+            few = _FEW + 1 if overlap else _FEW
+        target = max(len(self._threads) + urgent - self._idle, few)
         while len(self._threads) < min(target, self._most):
             thread = threading.Thread(
                 target=self._run, name=f"delivery-{len(self._threads)}", daemon=True
