@@ -136,3 +136,45 @@ def test_an_inserted_value_too_long_for_its_column_is_refused_and_nothing_writte
     with pytest.raises(DatabaseError), transaction.atomic():
         sql.together([sql.insert_rows(Attempt, fields, rows)])
     assert not Attempt.objects.exists()
+
+
+def test_racing_claims_take_each_message_once_oldest_first_and_skip_open_breakers(settings):
+    # D-K37: the claim is one hand-written statement; six batches claiming at once,
+    # each on its own connection, must share the outbox without overlap (SKIP
+    # LOCKED), each taking the oldest it can, and leave a blocked channel's
+    # messages alone but for its probe.
+    from tests.support.threads import in_threads
+    from xworkmate.delivery.models import Breaker
+
+    use_channels(
+        settings,
+        DeliveryChannel(name="hook", kind="webhook", url="http://127.0.0.1:9/hook"),
+        DeliveryChannel(name="down", kind="webhook", url="http://127.0.0.1:9/down"),
+        routes={"longrun.progress": "hook", "plans.run": "down"},
+    )
+    sendable = [_enqueue(f"m{i}").pk for i in range(60)]
+    blocked = [
+        outbox_enqueue(
+            purpose="plans.run", target=f"agent:main:d{i}", body="x",
+            idempotency_key=f"d{i}", now=timezone.now(),
+        ).pk
+        for i in range(3)
+    ]
+    Breaker.objects.create(
+        channel="down", state="half_open", failures=5, probe_message_id=blocked[1],
+        opened_at=timezone.now(), probe_after=timezone.now(), times_opened=1,
+    )
+    batches: list[list[int]] = [[] for _ in range(6)]
+
+    def claim(i: int) -> None:
+        batches[i] = [c.message_id for c in messages_claim(new=True, now=timezone.now(), limit=8)]
+
+    in_threads(claim, 6)
+    claimed = [pk for batch in batches for pk in batch]
+    assert len(claimed) == len(set(claimed)) == 48  # six batches of 8, no message twice
+    assert all(batch == sorted(batch) for batch in batches)
+    assert blocked[0] not in claimed and blocked[2] not in claimed
+    rest = [c.message_id for c in messages_claim(new=True, now=timezone.now(), limit=100)]
+    assert sorted(claimed + rest) == sorted([*sendable, blocked[1]])  # the probe goes
+    tokens = set(Message.objects.filter(pk__in=claimed).values_list("claimed_by", flat=True))
+    assert len(tokens) == 6

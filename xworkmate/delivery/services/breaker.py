@@ -5,7 +5,8 @@ The hooks the sending loop calls are small on purpose:
 - `breakers_observe` (in a batch step's transaction, after its answers are
   written) counts each channel's answers and opens or closes its breaker;
 - `breaker_blocked` says which channels take no send now and which messages
-  are their probes (a claim leaves the others alone, a step begins none of them);
+  are their probes (a step begins none of the others; a claim, written by hand
+  in services.claim, asks the same of the breaker table in its statement);
 - `breakers_tick` (the dispatch job, before it claims) turns an open breaker
   half-open after its cool-down and picks its probe, and moves the messages of
   open channels to their fallback, or holds them with the reason.
@@ -105,14 +106,6 @@ def _blocked_in(active: Active) -> tuple[set[str], set[int]]:
 def breaker_blocked() -> tuple[set[str], set[int]]:
     """The channels whose breaker is open or half-open, and the probes they allow."""
     return _blocked_in(breakers_active())
-
-
-def breaker_sendable() -> Q:
-    """What a claim may take: any message but those of a blocked channel (its probe aside)."""
-    channels, probes = breaker_blocked()
-    if not channels:
-        return Q()
-    return ~Q(channel__in=channels) | Q(pk__in=probes)
 
 
 def breaker_hold_back(claims: Iterable[tuple[int, str, str]], active: Active) -> set[int]:
@@ -371,7 +364,6 @@ __all__ = [
     "Active",
     "breaker_blocked",
     "breaker_hold_back",
-    "breaker_sendable",
     "breakers_active",
     "breakers_observe",
     "breakers_of",
