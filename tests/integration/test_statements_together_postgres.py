@@ -34,9 +34,9 @@ def _statements(queries: CaptureQueriesContext) -> list[str]:
     return [q["sql"] for q in queries if q["sql"] not in ("BEGIN", "COMMIT")]
 
 
-def _enqueue(key: str) -> Message:
+def _enqueue(key: str, purpose: str = "longrun.progress") -> Message:
     return outbox_enqueue(
-        purpose="longrun.progress", target=f"agent:main:{key}", body=f"正在看：{key}",
+        purpose=purpose, target=f"agent:main:{key}", body=f"正在看：{key}",
         idempotency_key=key, now=timezone.now(),
     )
 
@@ -153,13 +153,7 @@ def test_racing_claims_take_each_message_once_oldest_first_and_skip_open_breaker
         routes={"longrun.progress": "hook", "plans.run": "down"},
     )
     sendable = [_enqueue(f"m{i}").pk for i in range(60)]
-    blocked = [
-        outbox_enqueue(
-            purpose="plans.run", target=f"agent:main:d{i}", body="x",
-            idempotency_key=f"d{i}", now=timezone.now(),
-        ).pk
-        for i in range(3)
-    ]
+    blocked = [_enqueue(f"d{i}", purpose="plans.run").pk for i in range(3)]
     Breaker.objects.create(
         channel="down", state="half_open", failures=5, probe_message_id=blocked[1],
         opened_at=timezone.now(), probe_after=timezone.now(), times_opened=1,

@@ -77,6 +77,8 @@ class Started:
 _MESSAGE = sql.table(Message)
 _BREAKER = sql.table(Breaker)
 _CLAIMED = sql.columns(Message, "m")
+# What the claim's UPDATE answers: every column, read back by _CLAIMED.build.
+_RETURNING = ", ".join(connection.ops.quote_name(f.column) for f in _CLAIMED.fields)
 
 
 def _claim(new: bool, now: datetime, limit: int, token: str) -> sql.Statement:
@@ -103,7 +105,6 @@ def _claim(new: bool, now: datetime, limit: int, token: str) -> sql.Statement:
     skip = (
         " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
     )
-    returning = ", ".join(connection.ops.quote_name(f.column) for f in _CLAIMED.fields)
     return (
         f"WITH picked AS MATERIALIZED (SELECT m.id FROM {_MESSAGE} m "  # noqa: S608
         f"WHERE {which} "
@@ -114,7 +115,7 @@ def _claim(new: bool, now: datetime, limit: int, token: str) -> sql.Statement:
         "AND b.state <> %s AND (b.probe_message_id IS NULL OR b.probe_message_id <> m.id)) "
         f"ORDER BY {order} LIMIT %s{skip}) "
         f"UPDATE {_MESSAGE} SET claimed_by = %s, claim_expires_at = %s "
-        f"WHERE id IN (SELECT id FROM picked) RETURNING {returning}",
+        f"WHERE id IN (SELECT id FROM picked) RETURNING {_RETURNING}",
         [*which_params, at(now), CLOSED, limit, token, at(now + CLAIM_LEASE)],
     )
 
