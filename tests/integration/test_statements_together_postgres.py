@@ -172,3 +172,31 @@ def test_racing_claims_take_each_message_once_oldest_first_and_skip_open_breaker
     assert sorted(claimed + rest) == sorted([*sendable, blocked[1]])  # the probe goes
     tokens = set(Message.objects.filter(pk__in=claimed).values_list("claimed_by", flat=True))
     assert len(tokens) == 6
+
+
+@pytest.mark.parametrize(
+    ("new", "uses"),
+    [
+        (True, ["delivery_message_new"]),
+        # The dispatch job's question reads the due index by its condition, not
+        # merely in its order.
+        (False, ["delivery_message_due", "Index Cond: (next_attempt_at <="]),
+    ],
+)
+def test_the_claim_can_use_the_index_made_for_its_question(new, uses):
+    # The claim is hand-written (D-K37) and restates the models' conditions as text:
+    # the new-message question must imply NEW_FOR_A_WORKER, the partial index's
+    # predicate, or PostgreSQL cannot use that index and every claim reads the
+    # outbox. With sequential scans priced out, the plan names the index exactly
+    # when it is usable; if either copy of the condition changes alone, this fails.
+    from xworkmate.delivery.services.claim import _claim
+
+    for i in range(20):
+        _enqueue(f"m{i}")
+    text, params = _claim(new, timezone.now(), 10, "token")
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {MESSAGE}")
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute(f"EXPLAIN {text}", params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert all(part in plan for part in uses), plan

@@ -92,7 +92,8 @@ def _claim(new: bool, now: datetime, limit: int, token: str) -> sql.Statement:
         # so a busy outbox goes out in batches long before the tasks of the
         # messages in them come up (they then find nothing to send). The condition
         # is NEW_FOR_A_WORKER's, word for word, so its partial index
-        # (delivery_message_new) keeps this a short index scan.
+        # (delivery_message_new) keeps this a short index scan; a PostgreSQL test
+        # (test_statements_together_postgres) fails if the two drift apart.
         which = "m.status = %s AND m.next_attempt_at IS NOT NULL"
         which_params: list[Any] = [Message.PENDING]
         order = "m.id"
