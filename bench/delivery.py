@@ -41,6 +41,24 @@ after the last, and the phases are judged against the median of those runs (on
 a machine shared with other jobs the loop's rate moved by a third from one
 minute to the next).
 
+Under the table, what one message cost each process while the backlog was
+sent (from /proc: the sending loop or the worker's pool processes, its main
+process, the PostgreSQL server processes of the workers' connections, the
+receiver), the rate that cost allows on this machine's CPUs, and the share of
+the machine left idle (D-K38). Five runs with D-K38 (the rest as below):
+
+    run   bare loop   1 worker   vs bare   2 workers   vs 1    CPU a message   idle
+                                                              1 / 2 workers  1 / 2
+    1       2315        1044       45%       1401      1.34x   1.12 / 1.16     - / -
+    2       2277        1004       44%       1447      1.44x   1.16 / 1.13   39 / 15%
+    3       2264        1059       47%       1446      1.36x   1.13 / 1.16   38 / 13%
+    4       2316        1004       43%       1481      1.47x   1.20 / 1.11   39 / 17%
+    5       2322        1081       47%       1464      1.36x   1.09 / 1.12   39 / 16%
+
+At two workers' cost a message, a full machine would send 1,724-1,802
+messages/s, 1.6 times one worker or more in most runs: what two workers lose
+is the 13-17% of the machine that stays idle while both wait.
+
 Measured with D-K36 (2 CPUs, PostgreSQL, Redis, 2,000 messages a row,
 sends_in_flight 16, batch_size 100), six runs in one hour on a machine about
 four times as fast as D-K35's:
@@ -117,6 +135,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from multiprocessing.sharedctypes import Synchronized
 from pathlib import Path
@@ -179,7 +198,82 @@ def _percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))]
 
 
-def _bare_loop(messages: int) -> dict[str, float]:
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU time a process has used (Linux /proc; 0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for path in Path(f"/proc/{pid}/task").glob("*/children"):
+        found += [int(child) for child in path.read_text(encoding="ascii").split()]
+    return found
+
+
+def _database_backends() -> list[int]:
+    """The PostgreSQL server processes of the bench database's other connections
+    (the workers'), when the server runs on this machine."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid()"
+        )
+        return [pid for (pid,) in cursor.fetchall() if Path(f"/proc/{pid}").exists()]
+
+
+def _machine_idle() -> tuple[int, int]:
+    """Ticks the machine's CPUs have been idle (or waiting on the disk), and in all."""
+    try:
+        with open("/proc/stat", encoding="ascii") as stat:
+            ticks = [int(value) for value in stat.readline().split()[1:]]
+    except FileNotFoundError:
+        return 0, 0
+    return ticks[3] + ticks[4], sum(ticks)
+
+
+def _cpu_by_part(worker: int, receiver: int) -> dict[str, dict[int, float]]:
+    """CPU seconds so far of each process taking part, by part and process id; and the
+    machine's idle and total ticks (under "machine", as ids 0 and 1)."""
+    idle, total = _machine_idle()
+    return {
+        "machine": {0: float(idle), 1: float(total)},
+        "pool": {pid: _cpu_seconds(pid) for pid in _children(worker)},
+        "main": {worker: _cpu_seconds(worker)},
+        "postgres": {pid: _cpu_seconds(pid) for pid in _database_backends()},
+        "receiver": {receiver: _cpu_seconds(receiver)},
+    }
+
+
+def _cpu_per_message(
+    before: dict[str, dict[int, float]], after: dict[str, dict[int, float]], messages: int
+) -> dict[str, float]:
+    """Milliseconds of CPU a message cost each part between two readings (a process
+    that started in between counts from zero; one that ended is not counted), and
+    the share of the machine's CPU time that was idle (under "idle")."""
+    idle, total = (after["machine"][i] - before["machine"][i] for i in (0, 1))
+    return {
+        "idle": idle / total if total else math.nan,
+        **{
+            part: sum(cpu - before[part].get(pid, 0.0) for pid, cpu in after[part].items())
+            * 1000
+            / messages
+            for part in after
+            if part != "machine"
+        },
+    }
+
+
+def _bare_loop(messages: int, receiver: int) -> dict[str, float]:
     """The channel's send, in a loop: the same requests and client, nothing else."""
     from xworkmate.delivery.channels.base import Envelope, Outcome
     from xworkmate.delivery.channels.registry import build_channel
@@ -205,6 +299,7 @@ def _bare_loop(messages: int) -> dict[str, float]:
         channel.send(envelope(-1 - i))
     latencies: list[float] = []
     errors = 0
+    received_before, cpu_before = _cpu_seconds(receiver), time.process_time()
     started = time.perf_counter()
     for i in range(messages):
         one = envelope(i)
@@ -214,6 +309,8 @@ def _bare_loop(messages: int) -> dict[str, float]:
         latencies.append(time.perf_counter() - before)
     elapsed = time.perf_counter() - started
     return {
+        "cpu_pool": (time.process_time() - cpu_before) * 1000 / messages,  # the sending loop
+        "cpu_receiver": (_cpu_seconds(receiver) - received_before) * 1000 / messages,
         "rate": messages / elapsed,
         "p50": statistics.median(latencies) * 1000,
         "p99": _percentile(latencies, 0.99) * 1000,
@@ -243,12 +340,19 @@ def _enqueue(prefix: str, count: int) -> float:
     return count / (time.perf_counter() - started)
 
 
-def _wait_sent(prefix: str, count: int, *, timeout: float) -> None:
+def _wait_sent(
+    prefix: str, count: int, *, timeout: float, arrived: Callable[[], bool] | None = None
+) -> None:
+    """Until all `count` messages of `prefix` are recorded sent. With `arrived`, first
+    until it is true (the receiver counted them): asking the database every moment
+    would take CPU from the workers being measured (a count over the outbox each time)."""
     from django.db.models import Count
 
     from xworkmate.delivery.models import Message
 
     deadline = time.monotonic() + timeout
+    while arrived is not None and not arrived() and time.monotonic() < deadline:
+        time.sleep(0.01)
     rows = Message.objects.filter(idempotency_key__startswith=f"{prefix}-")
     while time.monotonic() < deadline:
         if rows.filter(status=Message.SENT).count() >= count:
@@ -265,11 +369,23 @@ def _start_worker(
     with (log_dir / f"worker-{tag}.log").open("wb") as log:
         worker = subprocess.Popen(
             [
-                PYTHON, "-m", "celery", "-A", "xworkmate.celery", "worker",
-                "--pool", "prefork", "--concurrency", str(concurrency),
-                "--hostname", hostname,
-                "--without-gossip", "--without-mingle", "--without-heartbeat",
-                "--loglevel", "WARNING",
+                PYTHON,
+                "-m",
+                "celery",
+                "-A",
+                "xworkmate.celery",
+                "worker",
+                "--pool",
+                "prefork",
+                "--concurrency",
+                str(concurrency),
+                "--hostname",
+                hostname,
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                "--loglevel",
+                "WARNING",
             ],
             cwd=ROOT,
             env=env,
@@ -290,7 +406,12 @@ def _sent_rows(prefix: str) -> list[tuple[datetime, datetime, int]]:
 
 
 def _worker_phase(
-    concurrency: int, messages: int, env: dict[str, str], log_dir: Path
+    concurrency: int,
+    messages: int,
+    env: dict[str, str],
+    log_dir: Path,
+    receiver: int,
+    received: Synchronized[int],
 ) -> dict[str, float]:
     """Streaming (enqueue while the workers send), then draining a queued backlog."""
     import xworkmate.celery
@@ -311,9 +432,12 @@ def _worker_phase(
         control.cancel_consumer("celery", destination=[hostname], reply=True, timeout=10)
         backlog = f"backlog{tag}"
         _enqueue(backlog, messages)
+        before = _cpu_by_part(worker.pid, receiver)
+        expected = received.value + messages
         resumed = datetime.now(UTC)
         control.add_consumer("celery", destination=[hostname], reply=True, timeout=10)
-        _wait_sent(backlog, messages, timeout=600)
+        _wait_sent(backlog, messages, timeout=600, arrived=lambda: received.value >= expected)
+        cpu = _cpu_per_message(before, _cpu_by_part(worker.pid, receiver), messages)
     finally:
         worker.send_signal(signal.SIGTERM)
         try:
@@ -334,7 +458,35 @@ def _worker_phase(
         "enqueue_rate": enqueue_rate,
         "drain_rate": len(drained) / (drain_end - resumed).total_seconds(),
         "errors": sum(1 for _, _, attempts in rows + drained if attempts != 1),
+        **{f"cpu_{part}": ms for part, ms in cpu.items()},
     }
+
+
+def _print_cpu(rows: list[tuple[str, dict[str, float]]]) -> None:
+    """Where the CPUs went, a message, and what they could send at that cost: the
+    ceiling that all the processes together put on the rate (D-K36)."""
+    cpus = os.cpu_count() or 1
+    print(
+        f"\n{'CPU a message, ms':<28} {'sending':>8} {'worker':>7} {'postgres':>9} "
+        f"{'receiver':>9} {'all':>6} {f'msg/s on {cpus} CPUs':>16} {'idle':>5}"
+    )
+    for name, row in rows:
+        parts = [row.get(f"cpu_{part}", math.nan) for part in ("pool", "main", "postgres")]
+        parts.append(row["cpu_receiver"])
+        total = sum(part for part in parts if not math.isnan(part))
+        shown = ["-" if math.isnan(part) else f"{part:.3f}" for part in parts]
+        print(
+            f"{name:<28} {shown[0]:>8} {shown[1]:>7} {shown[2]:>9} {shown[3]:>9} "
+            f"{total:>6.3f} {cpus * 1000 / total:>16,.0f} "
+            f"{'-' if 'cpu_idle' not in row else format(row['cpu_idle'], '.0%'):>5}"
+        )
+    print(
+        "sending: the bare loop's process, or the worker's pool processes, while the backlog"
+        " was sent; worker: its main process; postgres: the server processes of the"
+        " workers' connections; msg/s: the rate at which that much CPU a message fills"
+        " every CPU (a ceiling; the bare loop sends one at a time, so it stays far below);"
+        " idle: the share of the machine's CPU time nobody used while the backlog was sent"
+    )
 
 
 def main() -> int:
@@ -347,11 +499,18 @@ def main() -> int:
         "--database-url", default="postgresql://postgres@127.0.0.1:5432/xworkmate_bench_delivery"
     )
     parser.add_argument("--broker-url", default="redis://127.0.0.1:6379/13")
-    parser.add_argument("--in-flight", type=int, default=None,
-                        help="delivery.sends_in_flight (sends a batch keeps begun; "
-                        "default: the config's)")
-    parser.add_argument("--batch-size", type=int, default=None,
-                        help="delivery.batch_size (messages a batch claims; default: the config's)")
+    parser.add_argument(
+        "--in-flight",
+        type=int,
+        default=None,
+        help="delivery.sends_in_flight (sends a batch keeps begun; default: the config's)",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=None,
+        help="delivery.batch_size (messages a batch claims; default: the config's)",
+    )
     args = parser.parse_args()
     phases = [int(k) for k in args.concurrency.split(",")]
 
@@ -388,7 +547,11 @@ def main() -> int:
     }
     subprocess.run(
         [PYTHON, "manage.py", "migrate", "--noinput"],
-        cwd=ROOT, env=env, check=True, capture_output=True, text=True,
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
     )
     os.environ.update(env)
     import django
@@ -411,16 +574,27 @@ def main() -> int:
         # The bare loop runs before each phase and after the last: on a machine shared
         # with other jobs its rate moves by a third from one minute to the next, so the
         # worker phases are judged against the median of the loops around them.
-        bare_runs = [_bare_loop(args.messages)]
+        bare_runs = [_bare_loop(args.messages, receiver.pid or 0)]
         for concurrency in phases:
             label = f"outbox, {concurrency} worker{'s' if concurrency > 1 else ''}"
-            rows.append((label, _worker_phase(concurrency, args.messages, env, tmp)))
-            bare_runs.append(_bare_loop(args.messages))
+            rows.append(
+                (
+                    label,
+                    _worker_phase(
+                        concurrency, args.messages, env, tmp, receiver.pid or 0, received
+                    ),
+                )
+            )
+            bare_runs.append(_bare_loop(args.messages, receiver.pid or 0))
         bare_rates = sorted(run["rate"] for run in bare_runs)
         median = statistics.median(bare_rates)
         closest = min(bare_runs, key=lambda run: abs(run["rate"] - median))
-        bare = {**closest, "rate": median, "drain_rate": median,
-                "errors": sum(run["errors"] for run in bare_runs)}
+        bare = {
+            **closest,
+            "rate": median,
+            "drain_rate": median,
+            "errors": sum(run["errors"] for run in bare_runs),
+        }
         rows.insert(0, ("bare loop (channel.send)", bare))
     finally:
         receiver.terminate()
@@ -463,6 +637,7 @@ def main() -> int:
         "msg/s, p50, p99: enqueued one by one while the workers send (enqueue-to-sent);"
         " backlog: the same number, queued first, then sent with no enqueuer running"
     )
+    _print_cpu(rows)
     by_workers = {k: row for k, (_, row) in zip(phases, rows[1:], strict=True)}
     if 1 in by_workers:
         one = by_workers[1]

@@ -228,3 +228,22 @@ def test_close_sends_what_was_handed_before_the_threads_end():
     senders.hand([_started(n) for n in range(6)])
     senders.close()
     assert sorted(sent) == list(range(6))
+
+
+def test_gathering_stops_once_every_handed_send_has_answered():
+    # The batch gathers answers for a moment after the first, so one step records
+    # several; once no send handed over is left unanswered none can come, and the
+    # batch must not sit out the moment (at every batch's end it did, for nothing).
+    gate = _Gate()
+    senders = Senders(gate, most=4, must_not_wait=lambda one: False)
+    senders.hand([_started(1), _started(2)])
+    gate.release.set()
+    began = time.monotonic()
+    got = senders.answers(wait=WAIT, gather=10 * WAIT)
+    returned_after = time.monotonic() - began
+    assert sorted(one.envelope.message_id for one, _ in got) == [1, 2]
+    assert returned_after < WAIT  # long before the 100 s gather
+    # The count of unanswered sends starts again from there.
+    senders.hand([_started(3)])
+    assert [one.envelope.message_id for one, _ in senders.answers(wait=WAIT, gather=10 * WAIT)] == [3]
+    senders.close()

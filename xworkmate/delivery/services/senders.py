@@ -115,12 +115,14 @@ class Senders:
         self._threads: list[threading.Thread] = []
         self._idle = 0
         self._closed = False
+        self._unanswered = 0  # handed and not yet given back by answers()
 
     def hand(self, begun: list[Started]) -> None:
         """Send these, in this order, as threads become free."""
         if not begun:
             return
         with self._ready:
+            self._unanswered += len(begun)
             self._waiting.extend((one, self._must_not_wait(one)) for one in begun)
             self._grow()
             self._ready.notify(len(begun))
@@ -185,18 +187,24 @@ class Senders:
 
     def answers(self, *, wait: float, gather: float) -> list[tuple[Started, Result]]:
         """The answers that came: waits up to `wait` seconds for a first one, then
-        `gather` seconds more for others sent with it (one step then records several)."""
+        `gather` seconds more for others sent with it (one step then records several),
+        but not once every send handed over has answered: no other answer can come."""
         try:
             first = self._answers.get(timeout=wait)
         except queue.Empty:
             return []
         got = [first]
         deadline = time.monotonic() + gather
-        while True:
+        with self._ready:
+            expected = self._unanswered
+        while len(got) < expected:
             try:
                 got.append(self._answers.get(timeout=max(0.0, deadline - time.monotonic())))
             except queue.Empty:
-                return got
+                break
+        with self._ready:
+            self._unanswered -= len(got)
+        return got
 
     def close(self) -> None:
         """Let the threads end once every begun send is sent (they send what waits)."""
