@@ -45,7 +45,8 @@ Under the table, what one message cost each process while the backlog was
 sent (from /proc: the sending loop or the worker's pool processes, its main
 process, the PostgreSQL server processes of the workers' connections, the
 receiver), the rate that cost allows on this machine's CPUs, and the share of
-the machine left idle (D-K38). Five runs with D-K38 (the rest as below):
+the machine left idle (D-K38). Five runs (runs 1 and 2 before the gathering
+change and the wait on the receiver; the rest as below):
 
     run   bare loop   1 worker   vs bare   2 workers   vs 1    CPU a message   idle
                                                               1 / 2 workers  1 / 2
