@@ -248,3 +248,20 @@ def test_methods() -> Iterator[list[str]]:
     yield names
     for name in names:
         gateway.unregister_method(name)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_send_times() -> Iterator[None]:
+    """Each test starts with no channel's send times learned. The delivery senders
+    remember them for the process (services.senders), so a test whose receiver was
+    slow made a later test's batch open a connection for each begun send."""
+    _forget_send_times()
+    yield
+    _forget_send_times()
+
+
+def _forget_send_times() -> None:
+    # Only once the module is loaded can it have learned anything.
+    senders = sys.modules.get("xworkmate.delivery.services.senders")
+    if senders is not None:
+        senders._typical.clear()

@@ -16,6 +16,15 @@ import pytest
 from xworkmate.config import DELIVERY_PURPOSES, DeliveryChannel
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    # A batch may open up to delivery.sends_in_flight connections at once (one a
+    # request: this server speaks HTTP/1.0). With the default listen backlog of 5
+    # the kernel dropped the rest, the senders waited a second to connect again,
+    # and under load a send failed that the test meant to arrive.
+    request_queue_size = 128
+
+
 class Receiver:
     """A webhook receiver on 127.0.0.1: records each request, answers as told."""
 
@@ -45,7 +54,7 @@ class Receiver:
             def log_message(self, *args: Any) -> None:
                 return
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = _Server(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()

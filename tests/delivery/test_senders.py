@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
-
-import pytest
 
 from xworkmate.delivery.channels.base import Envelope, Outcome, Result
 from xworkmate.delivery.services import senders as senders_module
@@ -49,14 +46,6 @@ class _Gate:
         with self._lock:
             self.inside -= 1
         return Result(Outcome.SENT, f"HTTP 200 for {one.envelope.message_id}")
-
-
-@pytest.fixture(autouse=True)
-def _fresh_typical() -> Iterator[None]:
-    # How long each channel's sends take is remembered by the process: start afresh.
-    senders_module._typical.clear()
-    yield
-    senders_module._typical.clear()
 
 
 def _collect(senders: Senders, count: int) -> list[tuple[Started, Result]]:

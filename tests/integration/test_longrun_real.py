@@ -143,6 +143,9 @@ def test_two_watchdog_runs_at_once_queue_each_recovery_message_once(
     # And each message reaches the session once.
     Message.objects.update(next_attempt_at=timezone.now() - timedelta(seconds=1))
     assert dispatch() == TASKS
+    # Each one sent, or what its send ran into.
+    unsent = dict(Message.objects.exclude(status=Message.SENT).values_list("pk", "last_error"))
+    assert unsent == {}
     keys = [request["json"]["idempotencyKey"] for request in receiver.requests]
     assert len(keys) == len(set(keys)) == TASKS
     targets = {request["json"]["sessionKey"] for request in receiver.requests}
