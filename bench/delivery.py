@@ -137,6 +137,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from multiprocessing.sharedctypes import Synchronized
 from pathlib import Path
@@ -242,36 +243,39 @@ def _machine_idle() -> tuple[int, int]:
     return ticks[3] + ticks[4], sum(ticks)
 
 
-def _cpu_by_part(worker: int, receiver: int) -> dict[str, dict[int, float]]:
-    """CPU seconds so far of each process taking part, by part and process id; and the
-    machine's idle and total ticks (under "machine", as ids 0 and 1)."""
+@dataclass(frozen=True)
+class _Reading:
+    """CPU seconds so far of each process taking part, by part and process id, and
+    the machine's idle and total ticks."""
+
+    processes: dict[str, dict[int, float]]
+    idle: int
+    total: int
+
+
+def _read_cpu(worker: int, receiver: int) -> _Reading:
     idle, total = _machine_idle()
-    return {
-        "machine": {0: float(idle), 1: float(total)},
+    processes = {
         "pool": {pid: _cpu_seconds(pid) for pid in _children(worker)},
         "main": {worker: _cpu_seconds(worker)},
         "postgres": {pid: _cpu_seconds(pid) for pid in _database_backends()},
         "receiver": {receiver: _cpu_seconds(receiver)},
     }
+    return _Reading(processes, idle, total)
 
 
-def _cpu_per_message(
-    before: dict[str, dict[int, float]], after: dict[str, dict[int, float]], messages: int
-) -> dict[str, float]:
+def _cpu_per_message(before: _Reading, after: _Reading, messages: int) -> dict[str, float]:
     """Milliseconds of CPU a message cost each part between two readings (a process
     that started in between counts from zero; one that ended is not counted), and
     the share of the machine's CPU time that was idle (under "idle")."""
-    idle, total = (after["machine"][i] - before["machine"][i] for i in (0, 1))
-    return {
-        "idle": idle / total if total else math.nan,
-        **{
-            part: sum(cpu - before[part].get(pid, 0.0) for pid, cpu in after[part].items())
-            * 1000
-            / messages
-            for part in after
-            if part != "machine"
-        },
+    total = after.total - before.total
+    per_part = {
+        part: sum(cpu - before.processes[part].get(pid, 0.0) for pid, cpu in now.items())
+        * 1000
+        / messages
+        for part, now in after.processes.items()
     }
+    return {"idle": (after.idle - before.idle) / total if total else math.nan, **per_part}
 
 
 def _bare_loop(messages: int, receiver: int) -> dict[str, float]:
@@ -433,12 +437,12 @@ def _worker_phase(
         control.cancel_consumer("celery", destination=[hostname], reply=True, timeout=10)
         backlog = f"backlog{tag}"
         _enqueue(backlog, messages)
-        before = _cpu_by_part(worker.pid, receiver)
+        before = _read_cpu(worker.pid, receiver)
         expected = received.value + messages
         resumed = datetime.now(UTC)
         control.add_consumer("celery", destination=[hostname], reply=True, timeout=10)
         _wait_sent(backlog, messages, timeout=600, arrived=lambda: received.value >= expected)
-        cpu = _cpu_per_message(before, _cpu_by_part(worker.pid, receiver), messages)
+        cpu = _cpu_per_message(before, _read_cpu(worker.pid, receiver), messages)
     finally:
         worker.send_signal(signal.SIGTERM)
         try:
@@ -465,7 +469,7 @@ def _worker_phase(
 
 def _print_cpu(rows: list[tuple[str, dict[str, float]]]) -> None:
     """Where the CPUs went, a message, and what they could send at that cost: the
-    ceiling that all the processes together put on the rate (D-K36)."""
+    ceiling that all the processes together put on the rate (D-K38)."""
     cpus = os.cpu_count() or 1
     print(
         f"\n{'CPU a message, ms':<28} {'sending':>8} {'worker':>7} {'postgres':>9} "
@@ -575,18 +579,17 @@ def main() -> int:
         # The bare loop runs before each phase and after the last: on a machine shared
         # with other jobs its rate moves by a third from one minute to the next, so the
         # worker phases are judged against the median of the loops around them.
-        bare_runs = [_bare_loop(args.messages, receiver.pid or 0)]
+        receiver_pid = receiver.pid or 0
+        bare_runs = [_bare_loop(args.messages, receiver_pid)]
         for concurrency in phases:
             label = f"outbox, {concurrency} worker{'s' if concurrency > 1 else ''}"
             rows.append(
                 (
                     label,
-                    _worker_phase(
-                        concurrency, args.messages, env, tmp, receiver.pid or 0, received
-                    ),
+                    _worker_phase(concurrency, args.messages, env, tmp, receiver_pid, received),
                 )
             )
-            bare_runs.append(_bare_loop(args.messages, receiver.pid or 0))
+            bare_runs.append(_bare_loop(args.messages, receiver_pid))
         bare_rates = sorted(run["rate"] for run in bare_runs)
         median = statistics.median(bare_rates)
         closest = min(bare_runs, key=lambda run: abs(run["rate"] - median))
