@@ -49,6 +49,7 @@ EXPECTED_BODY = (
 ).encode()
 
 WAIT = 10  # seconds a helper thread may wait for the other side; never reached when all is well
+SHORT = 0.3  # seconds: the timeout a test of the channel's timeouts waits out
 
 
 # --- a well-behaved receiver -------------------------------------------------------
@@ -123,7 +124,9 @@ def make_channel() -> Iterator[Callable[..., WebhookChannel]]:
     made: list[WebhookChannel] = []
 
     def make(url: str, **options: object) -> WebhookChannel:
-        options = {"connect_timeout": 0.3, "read_timeout": 0.3, **options}
+        # Generous by default: a send that should arrive must not time out on a busy
+        # machine (a 0.3 s default once did, in CI). The timeout tests ask for short ones.
+        options = {"connect_timeout": WAIT, "read_timeout": WAIT, **options}
         channel = WebhookChannel(name="test-hook", url=url, **options)  # type: ignore[arg-type]
         made.append(channel)
         return channel
@@ -309,7 +312,7 @@ def test_it_answers_unknown_when_the_answer_comes_after_the_read_timeout(make_ch
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
 
     server = raw_server(answer_too_late)
-    result = make_channel(server.url).send(ENVELOPE)
+    result = make_channel(server.url, read_timeout=SHORT).send(ENVELOPE)
 
     assert result.outcome is Outcome.UNKNOWN
     assert "ReadTimeout" in result.detail
@@ -368,7 +371,9 @@ def test_it_answers_failed_when_no_connection_is_made_within_the_connect_timeout
             filler.connect_ex(("127.0.0.1", port))
             fillers.append(filler)
 
-        result = make_channel(f"http://127.0.0.1:{port}/hook").send(ENVELOPE)
+        result = make_channel(f"http://127.0.0.1:{port}/hook", connect_timeout=SHORT).send(
+            ENVELOPE
+        )
 
         assert result.outcome is Outcome.FAILED
         assert "ConnectTimeout" in result.detail
@@ -491,7 +496,7 @@ def test_the_readme_shows_verify_signatures_real_signature():
 def test_concurrent_sends_each_borrow_a_client_and_keep_their_connections(make_channel, receiver):
     # A batch sends from several threads: each send borrows a client of its own (no
     # shared pool to lock), and gives it back with its connection kept alive.
-    channel = make_channel(receiver.url, read_timeout=WAIT)
+    channel = make_channel(receiver.url)
     gate = threading.Barrier(4)
 
     def send_together() -> None:
