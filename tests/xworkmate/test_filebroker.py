@@ -1,14 +1,16 @@
-"""D-K20: the embedded broker hands a consumer a whole message or none, under a racing writer."""
+"""D-K20: the embedded broker hands a consumer a whole message or none, under a racing writer;
+D-K39: a consumer holding its prefetch gets control back after one poll."""
 
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from queue import Empty
 from typing import Any
 
 import pytest
-from kombu import Connection
+from kombu import Connection, Exchange, Queue
 
 from xworkmate.filebroker import Channel, Transport, use_whole_file_messages
 
@@ -148,3 +150,73 @@ def test_two_consumers_racing_take_each_message_exactly_once(tmp_path: Path):
     writer_conn.release()
     assert failures == []
     assert sorted(taken[0] + taken[1]) == list(range(count))
+
+
+def _consumer(tmp_path: Path, received: list[Any]) -> Any:
+    """A connection consuming QUEUE with a prefetch of one and acknowledgements left to
+    the test, as Celery's worker consumes with `acks_late`; polls every 0.05 s."""
+    use_whole_file_messages()
+    folder = tmp_path / "queue"
+    folder.mkdir(exist_ok=True)
+    conn = Connection("filesystem://", transport_options={
+        "data_folder_in": str(folder), "data_folder_out": str(folder),
+        "processed_folder": str(tmp_path / "processed"), "store_processed": False,
+        "polling_interval": 0.05,
+    })
+    queue = Queue(QUEUE, Exchange(QUEUE), routing_key=QUEUE)
+    consumer = conn.Consumer(queue, callbacks=[lambda body, message: received.append(message)])
+    consumer.qos(prefetch_count=1)
+    consumer.consume()
+    return conn, conn.Producer(exchange=queue.exchange, routing_key=QUEUE)
+
+
+def _drain_in_thread(conn: Any, timeout: float) -> tuple[threading.Thread, list[BaseException]]:
+    raised: list[BaseException] = []
+
+    def drain() -> None:
+        try:
+            conn.drain_events(timeout=timeout)
+        except BaseException as exc:  # noqa: BLE001 (what the call ended with, judged below)
+            raised.append(exc)
+
+    thread = threading.Thread(target=drain, daemon=True)
+    thread.start()
+    return thread, raised
+
+
+def test_a_consumer_holding_its_prefetch_gets_control_back_after_one_poll(tmp_path: Path):
+    """D-K39: Celery's blocking loop acknowledges finished tasks only between two
+    drain_events calls; kombu's transport kept a full consumer waiting out the whole
+    timeout (2 s in the worker), so a worker took its next task up to 2 s late."""
+    received: list[Any] = []
+    conn, producer = _consumer(tmp_path, received)
+    try:
+        producer.publish({"n": 1})
+        producer.publish({"n": 2})
+        conn.drain_events(timeout=5)
+        assert [m.payload for m in received] == [{"n": 1}]  # held, not acknowledged
+        thread, raised = _drain_in_thread(conn, timeout=60)
+        thread.join(timeout=10)
+        assert not thread.is_alive(), "a full consumer was kept for the caller's whole timeout"
+        assert len(raised) == 1 and isinstance(raised[0], TimeoutError)
+        assert len(received) == 1  # the prefetch still holds: nothing more was taken
+        received[0].ack()
+        conn.drain_events(timeout=5)
+        assert [m.payload for m in received] == [{"n": 1}, {"n": 2}]
+    finally:
+        conn.release()
+
+
+def test_a_consumer_with_room_still_waits_for_a_message_published_meanwhile(tmp_path: Path):
+    received: list[Any] = []
+    conn, producer = _consumer(tmp_path, received)
+    try:
+        thread, raised = _drain_in_thread(conn, timeout=60)
+        time.sleep(0.5)  # several polls find the queue empty; the call goes on waiting
+        assert thread.is_alive() and raised == []
+        producer.publish({"n": 1})
+        thread.join(timeout=10)
+        assert not thread.is_alive() and raised == []
+        assert [m.payload for m in received] == [{"n": 1}]
+    finally:
+        conn.release()
