@@ -60,6 +60,19 @@ At two workers' cost a message, a full machine would send 1,724-1,802
 messages/s, 1.6 times one worker or more in most runs: what two workers lose
 is the 13-17% of the machine that stays idle while both wait.
 
+With D-K40 (a batch steps when its sending thread is about to run out of begun
+sends; the table's last column, writing transactions a message, fell from
+0.15-0.18 to 0.11), four runs, two with each of two thresholds:
+
+    run   bare loop   1 worker   vs bare   2 workers   vs 1    CPU a message   idle
+                                                              1 / 2 workers  1 / 2
+    1       2344        1187       51%       1888      1.59x   0.90 / 0.87   46 / 18%
+    2       2207        1141       52%       1821      1.60x   1.02 / 0.91   41 / 16%
+    3       2332        1197       51%       1864      1.56x   0.91 / 0.89   45 / 17%
+    4       2290        1182       52%       1898      1.61x   0.96 / 0.94   42 / 11%
+
+(runs 1 and 3 with the kept threshold of two sends waiting, 2 and 4 with four.)
+
 Measured with D-K36 (2 CPUs, PostgreSQL, Redis, 2,000 messages a row,
 sends_in_flight 16, batch_size 100), six runs in one hour on a machine about
 four times as fast as D-K35's:
@@ -243,14 +256,25 @@ def _machine_idle() -> tuple[int, int]:
     return ticks[3] + ticks[4], sum(ticks)
 
 
+def _next_transaction_id() -> int:
+    """The id PostgreSQL gives the next transaction that writes: the count of writing
+    transactions so far, in the whole cluster (reading it assigns none)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint")
+        return int(cursor.fetchone()[0])
+
+
 @dataclass(frozen=True)
 class _Reading:
-    """CPU seconds so far of each process taking part, by part and process id, and
-    the machine's idle and total ticks."""
+    """CPU seconds so far of each process taking part, by part and process id, the
+    machine's idle and total ticks, and the cluster's writing transactions so far."""
 
     processes: dict[str, dict[int, float]]
     idle: int
     total: int
+    transactions: int
 
 
 def _read_cpu(worker: int, receiver: int) -> _Reading:
@@ -261,7 +285,7 @@ def _read_cpu(worker: int, receiver: int) -> _Reading:
         "postgres": {pid: _cpu_seconds(pid) for pid in _database_backends()},
         "receiver": {receiver: _cpu_seconds(receiver)},
     }
-    return _Reading(processes, idle, total)
+    return _Reading(processes, idle, total, _next_transaction_id())
 
 
 def _cpu_per_message(before: _Reading, after: _Reading, messages: int) -> dict[str, float]:
@@ -275,7 +299,11 @@ def _cpu_per_message(before: _Reading, after: _Reading, messages: int) -> dict[s
         / messages
         for part, now in after.processes.items()
     }
-    return {"idle": (after.idle - before.idle) / total if total else math.nan, **per_part}
+    return {
+        "idle": (after.idle - before.idle) / total if total else math.nan,
+        "commits": (after.transactions - before.transactions) / messages,
+        **per_part,
+    }
 
 
 def _bare_loop(messages: int, receiver: int) -> dict[str, float]:
@@ -473,7 +501,7 @@ def _print_cpu(rows: list[tuple[str, dict[str, float]]]) -> None:
     cpus = os.cpu_count() or 1
     print(
         f"\n{'CPU a message, ms':<28} {'sending':>8} {'worker':>7} {'postgres':>9} "
-        f"{'receiver':>9} {'all':>6} {f'msg/s on {cpus} CPUs':>16} {'idle':>5}"
+        f"{'receiver':>9} {'all':>6} {f'msg/s on {cpus} CPUs':>16} {'idle':>5} {'commits':>8}"
     )
     for name, row in rows:
         parts = [row.get(f"cpu_{part}", math.nan) for part in ("pool", "main", "postgres")]
@@ -483,14 +511,16 @@ def _print_cpu(rows: list[tuple[str, dict[str, float]]]) -> None:
         print(
             f"{name:<28} {shown[0]:>8} {shown[1]:>7} {shown[2]:>9} {shown[3]:>9} "
             f"{total:>6.3f} {cpus * 1000 / total:>16,.0f} "
-            f"{'-' if 'cpu_idle' not in row else format(row['cpu_idle'], '.0%'):>5}"
+            f"{'-' if 'cpu_idle' not in row else format(row['cpu_idle'], '.0%'):>5} "
+            f"{'-' if 'cpu_commits' not in row else format(row['cpu_commits'], '.2f'):>8}"
         )
     print(
         "sending: the bare loop's process, or the worker's pool processes, while the backlog"
         " was sent; worker: its main process; postgres: the server processes of the"
         " workers' connections; msg/s: the rate at which that much CPU a message fills"
         " every CPU (a ceiling; the bare loop sends one at a time, so it stays far below);"
-        " idle: the share of the machine's CPU time nobody used while the backlog was sent"
+        " idle: the share of the machine's CPU time nobody used while the backlog was sent;"
+        " commits: the transactions that wrote, a message (claims and steps, D-K40)"
     )
 
 

@@ -236,3 +236,63 @@ def test_gathering_stops_once_every_handed_send_has_answered():
     senders.hand([_started(3)])
     assert [one.envelope.message_id for one, _ in senders.answers(wait=WAIT, gather=10 * WAIT)] == [3]
     senders.close()
+
+
+class _Turnstile:
+    """A send that waits until the test lets one more through."""
+
+    def __init__(self) -> None:
+        self.turns = threading.Semaphore(0)
+
+    def __call__(self, one: Started) -> Result:
+        assert self.turns.acquire(timeout=WAIT)
+        return Result(Outcome.SENT, f"HTTP 200 for {one.envelope.message_id}")
+
+
+def test_gathering_goes_on_while_the_thread_still_has_begun_sends_waiting():
+    # D-K40: one thread sends a fast channel's ten begun sends back to back. While
+    # more than _AHEAD of them still wait for it, the batch needs no step to keep it
+    # busy: it keeps gathering past the short gather, and steps once only _AHEAD wait.
+    turnstile = _Turnstile()
+    senders = Senders(turnstile, most=16, must_not_wait=lambda one: False)
+    senders.hand([_started(n) for n in range(1, 11)])
+    gathered: list[list[tuple[Started, Result]]] = []
+    collector = threading.Thread(
+        target=lambda: gathered.append(
+            senders.answers(wait=WAIT, gather=0.002, while_ahead=10 * WAIT)
+        )
+    )
+    collector.start()
+    turnstile.turns.release()  # the first answer: eight still wait for the thread
+    time.sleep(0.3)  # far past the 2 ms gather
+    assert collector.is_alive(), "the gathering stopped while the thread had sends waiting"
+    # Let sends through until only _AHEAD wait (one more is being sent): the batch
+    # then takes what has come, more than the first answer, and steps.
+    ahead = senders_module._AHEAD
+    for _ in range(10 - 1 - ahead - 1):
+        turnstile.turns.release()
+    collector.join(timeout=WAIT)
+    assert not collector.is_alive(), "the gathering went on with few sends left waiting"
+    first_step = [one.envelope.message_id for one, _ in gathered[0]]
+    assert len(first_step) > 1 and first_step == list(range(1, len(first_step) + 1))
+    for _ in range(ahead + 1):
+        turnstile.turns.release()
+    rest = _collect(senders, 10 - len(first_step))
+    assert sorted(one.envelope.message_id for one, _ in rest) == list(
+        range(len(first_step) + 1, 11)
+    )
+    senders.close()
+
+
+def test_gathering_stops_at_the_bound_even_while_sends_wait():
+    # An answer is recorded at most `while_ahead` after the first of its step came.
+    turnstile = _Turnstile()
+    senders = Senders(turnstile, most=16, must_not_wait=lambda one: False)
+    senders.hand([_started(n) for n in range(1, 11)])
+    turnstile.turns.release()
+    got = senders.answers(wait=WAIT, gather=0.002, while_ahead=0.05)
+    assert [one.envelope.message_id for one, _ in got] == [1]
+    for _ in range(9):
+        turnstile.turns.release()
+    assert len(_collect(senders, 9)) == 9
+    senders.close()

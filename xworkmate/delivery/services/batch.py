@@ -36,6 +36,9 @@ _STEP_RETRY_SECONDS = 0.5
 # How long, after the first answer, a batch waits for the other sends in flight before
 # its next step: about a loopback request, a fraction of a step's transaction.
 _GATHER_SECONDS = 0.002
+# How long it may gather while the sending threads still have begun sends waiting
+# (services.senders): a bound on how late an answer is recorded (D-K40).
+_GATHER_WHILE_AHEAD = 0.02
 # How long a batch sleeps waiting for an answer; shorter while begun sends wait for a
 # thread, so that the senders can be given another in time (services.senders).
 _WAKE_SECONDS = 0.5
@@ -119,7 +122,10 @@ def deliveries_run(claims: list[Claimed], *, window: int, budget_seconds: float,
                 # begins as many sends, instead of paying a transaction for each (the
                 # answers wait at most that moment).
                 wait = _WAKE_WHILE_WAITING if senders.waiting() else _WAKE_SECONDS
-                for one, result in senders.answers(wait=wait, gather=_GATHER_SECONDS):
+                gathered = senders.answers(
+                    wait=wait, gather=_GATHER_SECONDS, while_ahead=_GATHER_WHILE_AHEAD
+                )
+                for one, result in gathered:
                     finished.append((in_flight.pop(one.envelope.message_id), result))
                 senders.keep_up()
             else:

@@ -30,7 +30,6 @@ That moment is kept short, and nil where it would matter:
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 from collections import deque
@@ -57,6 +56,12 @@ _SLOW_SEND = 0.010
 # the last ~8 sends, in seconds), kept across batches.
 _typical: dict[str, float] = {}
 _typical_lock = threading.Lock()
+
+# While more begun sends than this still wait for a thread, the threads have work
+# without the batch's next step: it may gather the answers a while longer, so that
+# one step records, and begins, many (see Senders.answers, D-K40). Two sends are
+# about a millisecond of a loopback receiver: the step's round trips fit in it.
+_AHEAD = 2
 
 
 def _took(channel: str, seconds: float) -> None:
@@ -110,8 +115,13 @@ class Senders:
         self._must_not_wait = must_not_wait
         # Each begun send, and whether it must not wait (asked once, when handed).
         self._waiting: deque[tuple[Started, bool]] = deque()
-        self._ready = threading.Condition()
-        self._answers: queue.SimpleQueue[tuple[Started, Result]] = queue.SimpleQueue()
+        lock = threading.Lock()
+        self._ready = threading.Condition(lock)  # a begun send waits: a thread may take it
+        # The batch waits on this for answers; the threads wake it only when it has
+        # something to decide (see answers()), not at every answer.
+        self._came = threading.Condition(lock)
+        self._answered: list[tuple[Started, Result]] = []
+        self._gathering = False  # the batch waits for the step's answers to come
         self._threads: list[threading.Thread] = []
         self._idle = 0
         self._closed = False
@@ -174,6 +184,8 @@ class Senders:
                 if not self._waiting:
                     return  # closed, and nothing left to send
                 one, _ = self._waiting.popleft()
+                if self._gathering and len(self._waiting) == _AHEAD:
+                    self._came.notify()  # few begun sends left to take: time for a step
             began = time.monotonic()
             try:
                 result = self._send(one)
@@ -182,27 +194,44 @@ class Senders:
                 # is the last guard: the batch waits for an answer to every begun send.
                 logger.exception("sending message %s raised", one.envelope.message_id)
                 result = Result(Outcome.UNKNOWN, f"the send raised {type(exc).__name__}: {exc}")
-            self._answers.put((one, result))
+            with self._ready:
+                self._answered.append((one, result))
+                # The first answer starts the batch's gathering; the last one it can
+                # expect ends it.
+                if len(self._answered) == 1 or len(self._answered) == self._unanswered:
+                    self._came.notify()
             _took(one.channel, time.monotonic() - began)
 
-    def answers(self, *, wait: float, gather: float) -> list[tuple[Started, Result]]:
+    def answers(
+        self, *, wait: float, gather: float, while_ahead: float = 0.0
+    ) -> list[tuple[Started, Result]]:
         """The answers that came: waits up to `wait` seconds for a first one, then
         `gather` seconds more for others sent with it (one step then records several),
-        but not once every send handed over has answered: no other answer can come."""
-        try:
-            first = self._answers.get(timeout=wait)
-        except queue.Empty:
-            return []
-        got = [first]
-        deadline = time.monotonic() + gather
+        but not once every send handed over has answered: no other answer can come.
+
+        While more than `_AHEAD` begun sends still wait for a thread, the threads do
+        not need the batch's next step to stay busy: it goes on gathering, up to
+        `while_ahead` seconds after the first answer, until only that many wait. The
+        step then records the answers of most of the window and begins as many sends
+        at once, instead of paying a transaction for every few (D-K40).
+        """
         with self._ready:
-            expected = self._unanswered
-        while len(got) < expected:
+            if not self._answered:
+                self._came.wait(timeout=wait)
+                if not self._answered:
+                    return []
+            began = time.monotonic()
+            self._gathering = True
             try:
-                got.append(self._answers.get(timeout=max(0.0, deadline - time.monotonic())))
-            except queue.Empty:
-                break
-        with self._ready:
+                while len(self._answered) < self._unanswered:
+                    limit = while_ahead if len(self._waiting) > _AHEAD else gather
+                    left = began + limit - time.monotonic()
+                    if left <= 0:
+                        break
+                    self._came.wait(timeout=left)
+            finally:
+                self._gathering = False
+            got, self._answered = self._answered, []
             self._unanswered -= len(got)
         return got
 
