@@ -33,8 +33,8 @@ Each message must reach the receiver exactly once (checked at the end).
 Targets (issue 21): one worker at >= 50% of the bare loop's messages/s on a
 backlog (the sender measured apart from the enqueuer); two worker processes at
 >= 1.6x one on this 2-CPU machine. `--in-flight` and `--batch-size` set
-delivery.sends_in_flight and delivery.batch_size (default: the config's, 16 and
-100 since D-K32); the first line of the table names them and the load average.
+delivery.sends_in_flight and delivery.batch_size (default: the config's, 32 and
+100 since D-K41); the first line of the table names them and the load average.
 
 Each row of the table is one phase; the bare loop runs before each phase and
 after the last, and the phases are judged against the median of those runs (on

@@ -80,7 +80,7 @@ EXPECTED_DEFAULTS = {
     ("delivery", "max_attempts"): 10,
     ("delivery", "dispatch_grace"): timedelta(seconds=30),
     ("delivery", "batch_size"): 100,
-    ("delivery", "sends_in_flight"): 16,
+    ("delivery", "sends_in_flight"): 32,
     ("delivery", "breaker_failures"): 5,
     ("delivery", "breaker_cooldown"): timedelta(minutes=5),
     ("longrun", "progress_every"): timedelta(minutes=3),

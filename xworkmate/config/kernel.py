@@ -326,7 +326,7 @@ DELIVERY = Section(
             doc="messages one worker claims for a batch",
         ),
         "sends_in_flight": Key(
-            16,
+            32,  # D-K41
             int_at_least(1, 64),
             doc="sends a batch keeps begun and unanswered at once (never two for one session)",
         ),
