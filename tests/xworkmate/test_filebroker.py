@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from pathlib import Path
 from queue import Empty
 from typing import Any
@@ -158,16 +159,22 @@ def _consumer(tmp_path: Path, received: list[Any]) -> Any:
     use_whole_file_messages()
     folder = tmp_path / "queue"
     folder.mkdir(exist_ok=True)
+    (tmp_path / "control").mkdir(exist_ok=True)
     conn = Connection("filesystem://", transport_options={
         "data_folder_in": str(folder), "data_folder_out": str(folder),
         "processed_folder": str(tmp_path / "processed"), "store_processed": False,
+        # kombu keeps an exchange's bindings there (a relative "control" otherwise).
+        "control_folder": str(tmp_path / "control"),
         "polling_interval": 0.05,
     })
-    queue = Queue(QUEUE, Exchange(QUEUE), routing_key=QUEUE)
+    # A name of its own: kombu remembers declared bindings for the whole process and
+    # would not write this test's control folder for a name an earlier test bound.
+    name = f"held-{uuid.uuid4().hex}"
+    queue = Queue(name, Exchange(name), routing_key=name)
     consumer = conn.Consumer(queue, callbacks=[lambda body, message: received.append(message)])
     consumer.qos(prefetch_count=1)
     consumer.consume()
-    return conn, conn.Producer(exchange=queue.exchange, routing_key=QUEUE)
+    return conn, conn.Producer(exchange=queue.exchange, routing_key=name)
 
 
 def _drain_in_thread(conn: Any, timeout: float) -> tuple[threading.Thread, list[BaseException]]:
