@@ -73,6 +73,24 @@ sends; the table's last column, writing transactions a message, fell from
 
 (runs 1 and 3 with the kept threshold of two sends waiting, 2 and 4 with four.)
 
+With D-K41 (32 sends in flight instead of 16; 0.07 writing transactions a
+message), seven runs (the first two with --in-flight 32, before it became the
+default):
+
+    run   bare loop   1 worker   vs bare   2 workers   vs 1    CPU a message   idle
+                                                              1 / 2 workers  1 / 2
+    1       2265        1246       55%       2318      1.86x   0.83 / 0.76   47 / 12%
+    2       2417        1327       55%       2272      1.71x   0.80 / 0.77   46 / 13%
+    3       2345        1202       51%       2245      1.87x   0.87 / 0.77   47 / 13%
+    4       2301        1282       56%       2027      1.58x   0.84 / 0.83   47 / 18%
+    5       2295        1312       57%       2064      1.57x   0.78 / 0.82   47 / 17%
+    6       2390        1338       56%       2052      1.53x   0.78 / 0.82   47 / 18%
+    7       2381        1208       51%       2308      1.91x   0.86 / 0.76   48 / 12%
+
+One worker is at half the loop or more in every run; two workers reach 1.6
+times one in four runs of seven, and their rate falls in two groups by the
+share of the machine left idle (12-13% or 17-18%).
+
 Measured with D-K36 (2 CPUs, PostgreSQL, Redis, 2,000 messages a row,
 sends_in_flight 16, batch_size 100), six runs in one hour on a machine about
 four times as fast as D-K35's:
