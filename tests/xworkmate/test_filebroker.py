@@ -18,7 +18,7 @@ from xworkmate.filebroker import Channel, Transport, use_whole_file_messages
 QUEUE = "celery"
 
 
-def _channel(folder: Path) -> Any:
+def _channel(folder: Path, **options: Any) -> Any:
     use_whole_file_messages()
     folder.mkdir(exist_ok=True)
     conn = Connection(
@@ -28,6 +28,7 @@ def _channel(folder: Path) -> Any:
             "data_folder_out": str(folder),
             "processed_folder": str(folder.parent / "processed"),
             "store_processed": False,
+            **options,
         },
     )
     return conn, conn.default_channel
@@ -156,17 +157,13 @@ def test_two_consumers_racing_take_each_message_exactly_once(tmp_path: Path):
 def _consumer(tmp_path: Path, received: list[Any]) -> Any:
     """A connection consuming QUEUE with a prefetch of one and acknowledgements left to
     the test, as Celery's worker consumes with `acks_late`; polls every 0.05 s."""
-    use_whole_file_messages()
-    folder = tmp_path / "queue"
-    folder.mkdir(exist_ok=True)
     (tmp_path / "control").mkdir(exist_ok=True)
-    conn = Connection("filesystem://", transport_options={
-        "data_folder_in": str(folder), "data_folder_out": str(folder),
-        "processed_folder": str(tmp_path / "processed"), "store_processed": False,
+    conn, _ = _channel(
+        tmp_path / "queue",
         # kombu keeps an exchange's bindings there (a relative "control" otherwise).
-        "control_folder": str(tmp_path / "control"),
-        "polling_interval": 0.05,
-    })
+        control_folder=str(tmp_path / "control"),
+        polling_interval=0.05,
+    )
     # A name of its own: kombu remembers declared bindings for the whole process and
     # would not write this test's control folder for a name an earlier test bound.
     name = f"held-{uuid.uuid4().hex}"
