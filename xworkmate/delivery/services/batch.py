@@ -117,10 +117,11 @@ def deliveries_run(claims: list[Claimed], *, window: int, budget_seconds: float,
                 break
             if in_flight:
                 # Wake for the first answer (or to renew the claims still waiting, or
-                # to give the senders a thread more), then give the others begun with
-                # it a moment to come too: one step then records several answers and
-                # begins as many sends, instead of paying a transaction for each (the
-                # answers wait at most that moment).
+                # to give the senders a thread more), then gather the others: while the
+                # threads still have begun sends waiting, until only a few do (at most
+                # _GATHER_WHILE_AHEAD), else for a moment. One step then records many
+                # answers and begins as many sends, instead of paying a transaction for
+                # each (D-K40).
                 wait = _WAKE_WHILE_WAITING if senders.waiting() else _WAKE_SECONDS
                 gathered = senders.answers(
                     wait=wait, gather=_GATHER_SECONDS, while_ahead=_GATHER_WHILE_AHEAD
