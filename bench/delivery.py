@@ -91,6 +91,12 @@ One worker is at half the loop or more in every run; two workers reach 1.6
 times one in four runs of seven, and their rate falls in two groups by the
 share of the machine left idle (12-13% or 17-18%).
 
+On a slower machine (the loop 1,450-1,720 msg/s), eight runs of the same code:
+one worker 48-60% of the loop, two workers 1.49-1.86x one, both targets in
+five runs. A batch that claims again while it sends (one worker 60-68%, two
+workers 1.42-1.56x one) and stepping with six sends waiting instead of two
+(56-61%, 1.49-1.69x) were measured against it and not kept (D-K41).
+
 Measured with D-K36 (2 CPUs, PostgreSQL, Redis, 2,000 messages a row,
 sends_in_flight 16, batch_size 100), six runs in one hour on a machine about
 four times as fast as D-K35's:
