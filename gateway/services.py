@@ -57,8 +57,6 @@ class _LockedSession:
     mapping: SessionMapping | None
     run: TaskRun | None  # the visible run of the run id asked for
     visible_runs: int
-    # The transaction's id, read in the same statement (D-K42): None on SQLite.
-    txid: int | None
 
 
 def _lock_session(*, session_key: str, run_id: str, now: datetime) -> _LockedSession:
@@ -96,8 +94,7 @@ def _read_locked(entry: SessionEntry, run_id: str) -> _LockedSession:
     run_cols = columns(TaskRun, "r")
     sql = (
         f"SELECT (SELECT COUNT(*) FROM {table(TaskRun)} v "  # noqa: S608
-        f"WHERE v.session_id = %s AND v.evicted_at IS NULL), {commits.transaction_id_sql()}, "
-        f"{mapping_cols.sql}, {run_cols.sql} "
+        f"WHERE v.session_id = %s AND v.evicted_at IS NULL), {mapping_cols.sql}, {run_cols.sql} "
         f"FROM (SELECT 1 AS one) k "
         f"LEFT JOIN {table(SessionMapping)} m ON m.session_id = %s "
         f"LEFT JOIN {table(TaskRun)} r ON r.session_id = %s AND r.run_id = %s "
@@ -106,14 +103,13 @@ def _read_locked(entry: SessionEntry, run_id: str) -> _LockedSession:
     with connection.cursor() as cursor:
         cursor.execute(sql, [entry.pk, entry.pk, entry.pk, run_id])
         row = cursor.fetchone()
-    end_mapping = 2 + len(mapping_cols)
-    mapping = mapping_cols.build(row[2:end_mapping])
+    end_mapping = 1 + len(mapping_cols)
+    mapping = mapping_cols.build(row[1:end_mapping])
     run = run_cols.build(row[end_mapping:]) if run_id else None
     for child in (mapping, run):
         if child is not None:
             child.session = entry
-    txid = None if row[1] is None else int(row[1])
-    return _LockedSession(entry, mapping, run, int(row[0] or 0), txid)
+    return _LockedSession(entry, mapping, run, int(row[0] or 0))
 
 
 def _mapping_upsert(
@@ -274,7 +270,7 @@ def session_prepare(
                 locked=locked, request=request, source="bridge_prepare", now=now, by_agent=by_agent
             )
             _run_write(locked=locked, run_id=run_id, status=TaskRun.RUNNING, now=now)
-            txid = locked.txid
+            txid = commits.transaction_id()
             prepared = create_prepared_scope(plan)
             committing = True  # what fails from here on is the COMMIT
     except BaseException as exc:

@@ -9,11 +9,11 @@ scope, D-A19) must know which it was: undoing the outside part of a committed
 transaction leaves a row without its directory, keeping it after a rollback
 leaves a directory without its row.
 
-PostgreSQL keeps the fate of every recent transaction id: the caller reads the
-id before committing (`transaction_id_sql`, in a statement it makes anyway)
-and, when the commit fails, asks again on a new connection (`commit_outcome`),
-waiting a bounded while for the server to come back. SQLite commits in this
-process, so no answer can get lost there: it has no transaction id to ask about.
+PostgreSQL keeps the fate of every recent transaction id: the caller notes the
+id before committing (`transaction_id`) and, when the commit fails, asks again
+on a new connection (`commit_outcome`), waiting a bounded while for the server
+to come back. SQLite commits in this process, so no answer can get lost there:
+it has no transaction id to ask about.
 """
 
 from __future__ import annotations
@@ -33,12 +33,15 @@ OUTCOME_WAIT_SECONDS = 5.0
 _RETRY_SECONDS = 0.1
 
 
-def transaction_id_sql() -> str:
-    """A select-list expression for the id of the transaction in progress, so that a
-    statement the caller makes anyway reads it (no round trip of its own): on
-    PostgreSQL `txid_current()` (it assigns one if the transaction has none yet);
-    NULL on a database that cannot be asked about it later."""
-    return "txid_current()" if connection.vendor == "postgresql" else "NULL"
+def transaction_id() -> int | None:
+    """The id of the transaction in progress on PostgreSQL (one is assigned if it has
+    none yet); None on a database that cannot be asked about it later."""
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT txid_current()")
+        row = cursor.fetchone()
+    return int(row[0])
 
 
 def commit_outcome(txid: int, *, within: float | None = None) -> bool | None:
