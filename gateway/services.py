@@ -6,7 +6,7 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import DateTimeField, F, Q, Subquery, Value
 from django.db.models.functions import Coalesce, Greatest
 
@@ -23,7 +23,7 @@ from gateway.policies import (
     history_purge_before,
     native_status_may_change,
 )
-from xworkmate import commits, sql
+from xworkmate import sql
 from xworkmate.lib.errors import ConflictError, ForbiddenError, InputError
 from xworkmate.lib.jstime import wire_time
 from xworkmate.sql import columns, table
@@ -254,14 +254,10 @@ def session_prepare(
     directory fails, the mapping and the run roll back with it. Should the
     transaction not commit after the directory was made (the database went
     away before or during COMMIT), the directory goes again (D-A19): else it
-    would be an orphan, a scope with no run. But a COMMIT that raised may have
-    been made (its answer was lost): the database is asked, and a run that did
-    commit keeps its scope and the call answers normally (D-K42). Durable, so
-    leaving the block is the commit, not a savepoint's release.
+    would be an orphan, a scope with no run. Durable, so leaving the block is
+    the commit, not a savepoint's release.
     """
     prepared: PreparedScope | None = None
-    txid: int | None = None
-    committing = False
     try:
         with transaction.atomic(durable=True):
             run_id = plan.identity.run_id
@@ -270,37 +266,12 @@ def session_prepare(
                 locked=locked, request=request, source="bridge_prepare", now=now, by_agent=by_agent
             )
             _run_write(locked=locked, run_id=run_id, status=TaskRun.RUNNING, now=now)
-            txid = commits.transaction_id()
             prepared = create_prepared_scope(plan)
-            committing = True  # what fails from here on is the COMMIT
-    except BaseException as exc:
-        if prepared is None:
-            raise
-        if not (committing and _committed_after_all(exc, txid, plan)):
+    except BaseException:
+        if prepared is not None:
             discard_prepared_scope(plan, prepared)
-            raise
-        # The COMMIT's answer was lost, not the commit: the call answers as it would have.
+        raise
     return mapping, prepared.payload
-
-
-def _committed_after_all(exc: BaseException, txid: int | None, plan: PreparePlan) -> bool:
-    """Whether a prepare whose COMMIT raised did commit (its answer was lost): then
-    the run exists and keeps its scope, and the call answers as if nothing had
-    failed (D-A19, D-K42). Unknown within the bounded wait counts as not."""
-    if txid is None or not isinstance(exc, DatabaseError):
-        return False
-    outcome = commits.commit_outcome(txid)
-    if outcome is None:
-        logger.warning(
-            "session.prepare of run %s: the commit of transaction %s failed (%s) and the "
-            "database did not say within %g s whether it was made; the task scope is removed "
-            "(the bridge repeats the prepare on the 503, which makes it again)",
-            plan.identity.run_id,
-            txid,
-            exc,
-            commits.OUTCOME_WAIT_SECONDS,
-        )
-    return bool(outcome)
 
 
 def session_mapping_record(
