@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import IntegrityError, connection, transaction
+from django.db import Error, IntegrityError, connection, transaction
 from django.db.models import DateTimeField, F, Q, Subquery, Value
 from django.db.models.functions import Coalesce, Greatest
 
@@ -252,10 +253,13 @@ def session_prepare(
     One transaction. The scope directory is created last, so a refused mapping
     (CONFLICT) leaves neither rows nor directories behind; if creating the
     directory fails, the mapping and the run roll back with it. Should the
-    transaction not commit after the directory was made (the database went
-    away before or during COMMIT), the directory goes again (D-A19): else it
-    would be an orphan, a scope with no run. Durable, so leaving the block is
-    the commit, not a savepoint's release.
+    COMMIT then raise, the run may or may not exist: the server can have made
+    the commit and lost only its answer (killed in between), or never have got
+    it. The scope this prepare made is kept exactly when the run exists, which
+    is looked up under the session's lock once the server answers again
+    (D-A19, D-A20); the call answers the error either way, and the bridge's
+    repeat of the prepare answers 200 with the same scope. Durable, so leaving
+    the block is the commit, not a savepoint's release.
     """
     prepared: PreparedScope | None = None
     try:
@@ -267,11 +271,83 @@ def session_prepare(
             )
             _run_write(locked=locked, run_id=run_id, status=TaskRun.RUNNING, now=now)
             prepared = create_prepared_scope(plan)
-    except BaseException:
+    except BaseException as exc:
+        # The scope is made last, so a prepare that has one failed at its COMMIT.
         if prepared is not None:
-            discard_prepared_scope(plan, prepared)
+            _settle_scope_after_failed_commit(
+                plan=plan, prepared=prepared, session_key=request.session_key, now=now, exc=exc
+            )
         raise
     return mapping, prepared.payload
+
+
+# How long a prepare whose COMMIT raised waits, at most, for the server to answer
+# whether its run exists (plus one connect, bounded by connect_timeout). A restart
+# takes well under a second here (tests/faults: the server answers again within
+# 0.1-0.2 s); a longer outage leaves the scope to the bridge's repeat (D-A20).
+COMMIT_OUTCOME_WAIT_SECONDS = 5.0
+_OUTCOME_RETRY_SECONDS = 0.1
+
+
+def _settle_scope_after_failed_commit(
+    *,
+    plan: PreparePlan,
+    prepared: PreparedScope,
+    session_key: str,
+    now: datetime,
+    exc: BaseException,
+) -> None:
+    """Keep the scope of a prepare whose COMMIT raised exactly when its run exists (D-A20).
+
+    The run is looked for, not the transaction: after a crash the server may
+    give a lost transaction's id to another one, so only the row tells. It is
+    looked for under the session's row lock, taken as every prepare takes it:
+    the lock waits for the failed transaction should the server still be
+    finishing it (the connection dropped, the server up), so its outcome is
+    final by then; and the scope goes while the lock is held, so no other
+    prepare of the run can find the scope and commit in between. SQLite
+    commits in this process, so an error there is no commit, and an exception
+    that is not an error (the process is being stopped) gets no wait.
+    """
+    if connection.vendor != "postgresql" or not isinstance(exc, Exception):
+        discard_prepared_scope(plan, prepared)
+        return
+    deadline = time.monotonic() + COMMIT_OUTCOME_WAIT_SECONDS
+    settled = False
+    while not settled:
+        try:
+            connection.close()  # the one the COMMIT failed on is unusable
+            with transaction.atomic():
+                wait_ms = max(1, int((deadline - time.monotonic()) * 1000))
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT set_config('lock_timeout', %s, true)", [f"{wait_ms}ms"])
+                locked = _lock_session(
+                    session_key=session_key, run_id=plan.identity.run_id, now=now
+                )
+                if locked.run is None:
+                    discard_prepared_scope(plan, prepared)
+                settled = True
+                transaction.set_rollback(True)  # only read: the entry it may have made goes
+        except Error as error:
+            if settled:  # the rollback failed, after the decision: the server ends it
+                return
+            logger.info(
+                "session.prepare of run %s: looking for it after its COMMIT failed: %s",
+                plan.identity.run_id,
+                error,
+            )
+            if time.monotonic() + _OUTCOME_RETRY_SECONDS >= deadline:
+                logger.warning(
+                    "session.prepare of run %s: its COMMIT failed (%s) and the database did "
+                    "not answer within %g s whether the run exists; its task scope is "
+                    "removed (the bridge repeats the prepare on the 503, which makes it again)",
+                    plan.identity.run_id,
+                    exc,
+                    COMMIT_OUTCOME_WAIT_SECONDS,
+                )
+                discard_prepared_scope(plan, prepared)
+                return
+            time.sleep(_OUTCOME_RETRY_SECONDS)
 
 
 def session_mapping_record(

@@ -14,7 +14,7 @@ envelope, never a 500, an HTML page or a hang; after each restart the same
 gunicorn answers 200 again. Then, against the database and the workspace:
 every call answered 200 has its mapping and its run, and its scope directory;
 no session is half-written (a mapping without a run, a run without the
-mapping); and the scope directories are exactly the runs' (D-A19): a prepare
+mapping); and the scope directories are exactly the runs' (D-A19, D-A20): a prepare
 that did not commit left no directory, one that committed, even if its
 answer was a 503, has its directory.
 """
