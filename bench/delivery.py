@@ -178,6 +178,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from multiprocessing.sharedctypes import Synchronized
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -452,6 +453,18 @@ def _start_worker(
     return worker, hostname
 
 
+def _wait_idle(control: Any, hostname: str, timeout: float = 60.0) -> None:
+    """Until the worker has no task running and none taken in advance."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        inspect = control.inspect(destination=[hostname], timeout=2)
+        active, reserved = inspect.active() or {}, inspect.reserved() or {}
+        if hostname in active and not active[hostname] and not reserved.get(hostname):
+            return
+        time.sleep(0.2)
+    raise SystemExit(f"{hostname}: still running tasks {timeout:g} s after it stopped taking any")
+
+
 def _sent_rows(prefix: str) -> list[tuple[datetime, datetime, int]]:
     from xworkmate.delivery.models import Message
 
@@ -485,12 +498,18 @@ def _worker_phase(
         enqueue_rate = _enqueue(stream, messages)
         _wait_sent(stream, messages, timeout=600)
         # The backlog: queued while the workers take nothing, then sent with no
-        # enqueuer competing for the CPUs.
+        # enqueuer competing for the CPUs. Each streamed message queued a task, and
+        # most of them find nothing to send (an earlier batch sent theirs): the
+        # worker stops taking tasks, finishes those it had already taken, and the
+        # rest are dropped, else one of them would begin sending the backlog while
+        # it is still being queued, before the drain is timed.
         control.cancel_consumer("celery", destination=[hostname], reply=True, timeout=10)
+        _wait_idle(control, hostname)
+        control.purge()
         backlog = f"backlog{tag}"
+        expected = received.value + messages
         _enqueue(backlog, messages)
         before = _read_cpu(worker.pid, receiver)
-        expected = received.value + messages
         resumed = datetime.now(UTC)
         control.add_consumer("celery", destination=[hostname], reply=True, timeout=10)
         _wait_sent(backlog, messages, timeout=600, arrived=lambda: received.value >= expected)

@@ -26,12 +26,24 @@ _M = TypeVar("_M", bound=Model)
 
 
 class Columns(Generic[_M]):
-    """The concrete columns of one model under a table alias, and how to read them back."""
+    """The concrete columns of one model under a table alias, and how to read them back.
 
-    def __init__(self, model: type[_M], alias: str) -> None:
+    `only`: these fields alone (the primary key among them), for a statement whose
+    reader needs a few: each column read back costs its conversion, and a
+    timestamp's is dear. The instances built then defer the others, as the
+    ORM's `only()` does.
+    """
+
+    def __init__(self, model: type[_M], alias: str, only: tuple[str, ...] = ()) -> None:
         self.model = model
         self.alias = alias
-        self.fields: list[Field[Any, Any]] = list(model._meta.concrete_fields)
+        # In the model's order, whatever the order of `only`: Model.from_db reads
+        # the values of a partial row in that order.
+        self.fields: list[Field[Any, Any]] = [
+            field
+            for field in model._meta.concrete_fields
+            if not only or field.name in only or field.attname in only
+        ]
         self.sql = ", ".join(f"{alias}.{connection.ops.quote_name(f.column)}" for f in self.fields)
         self._attnames = [f.attname for f in self.fields]
         # The converters the ORM's compiler applies (django-stubs lacks the
@@ -61,8 +73,8 @@ class Columns(Generic[_M]):
 
 
 @cache
-def columns(model: type[_M], alias: str) -> Columns[_M]:
-    return Columns(model, alias)
+def columns(model: type[_M], alias: str, only: tuple[str, ...] = ()) -> Columns[_M]:
+    return Columns(model, alias, only)
 
 
 def table(model: type[Model]) -> str:

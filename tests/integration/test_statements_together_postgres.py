@@ -200,3 +200,58 @@ def test_the_claim_can_use_the_index_made_for_its_question(new, uses):
         cursor.execute(f"EXPLAIN {text}", params)
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert all(part in plan for part in uses), plan
+
+
+def test_a_workers_claim_reads_no_more_of_a_backlog_than_it_takes(settings):
+    # D-K43: with the breakers asked of as a join, the planner read every sendable
+    # message and sorted them all before taking the batch, so a claim cost as much
+    # as the backlog was long. Now it reads the new-message index in order and stops
+    # at the limit, with the planner's own statistics (nothing priced out).
+    from xworkmate.delivery.services.claim import _claim
+
+    use_channels(
+        settings,
+        DeliveryChannel(name="hook", kind="webhook", url="http://127.0.0.1:9/hook"),
+        routes={"longrun.progress": "hook"},
+    )
+    for i in range(400):
+        _enqueue(f"b{i}")
+    text, params = _claim(True, timezone.now(), 10, "token")
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {MESSAGE}")
+        cursor.execute(f"EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) {text}", params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+        transaction.set_rollback(True)
+    scan = next(line for line in plan.splitlines() if "delivery_message_new" in line)
+    assert "Index Scan" in scan and "Sort" not in plan, plan
+    assert "(actual rows=10 loops=1)" in scan, plan  # ten read for ten taken, of 400
+
+
+def test_the_outbox_tables_leave_room_for_a_claims_new_row_versions(settings):
+    # D-K43: a claim changes no indexed column, so on a page with room its update is
+    # HOT (no index entry written); at the default fill no inserted page had room.
+    from xworkmate.delivery.models import Attempt
+    from xworkmate.delivery.services.claim import _claim
+
+    with connection.cursor() as cursor:
+        for model in (Message, Attempt):
+            cursor.execute(
+                "SELECT reloptions FROM pg_class WHERE relname = %s", [model._meta.db_table]
+            )
+            assert cursor.fetchone()[0] == ["fillfactor=70"]
+    use_channels(
+        settings,
+        DeliveryChannel(name="hook", kind="webhook", url="http://127.0.0.1:9/hook"),
+        routes={"longrun.progress": "hook"},
+    )
+    for i in range(100):
+        _enqueue(f"h{i}")
+    with transaction.atomic(), connection.cursor() as cursor:
+        sql.together([_claim(True, timezone.now(), 100, "token")])
+        cursor.execute(
+            "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_xact_user_tables WHERE relname = %s",
+            [Message._meta.db_table],
+        )
+        updated, hot = cursor.fetchone()
+        transaction.set_rollback(True)
+    assert updated == 100 and hot >= 30, (updated, hot)
