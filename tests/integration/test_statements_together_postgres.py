@@ -202,6 +202,15 @@ def test_the_claim_can_use_the_index_made_for_its_question(new, uses):
     assert all(part in plan for part in uses), plan
 
 
+def _progress_to_a_webhook(settings) -> None:
+    """Progress messages go to a webhook, so they wait in the outbox for a worker."""
+    use_channels(
+        settings,
+        DeliveryChannel(name="hook", kind="webhook", url="http://127.0.0.1:9/hook"),
+        routes={"longrun.progress": "hook"},
+    )
+
+
 def test_a_workers_claim_reads_no_more_of_a_backlog_than_it_takes(settings):
     # D-K43: with the breakers asked of as a join, the planner read every sendable
     # message and sorted them all before taking the batch, so a claim cost as much
@@ -209,11 +218,7 @@ def test_a_workers_claim_reads_no_more_of_a_backlog_than_it_takes(settings):
     # at the limit, with the planner's own statistics (nothing priced out).
     from xworkmate.delivery.services.claim import _claim
 
-    use_channels(
-        settings,
-        DeliveryChannel(name="hook", kind="webhook", url="http://127.0.0.1:9/hook"),
-        routes={"longrun.progress": "hook"},
-    )
+    _progress_to_a_webhook(settings)
     for i in range(400):
         _enqueue(f"b{i}")
     text, params = _claim(True, timezone.now(), 10, "token")
@@ -239,11 +244,7 @@ def test_the_outbox_tables_leave_room_for_a_claims_new_row_versions(settings):
                 "SELECT reloptions FROM pg_class WHERE relname = %s", [model._meta.db_table]
             )
             assert cursor.fetchone()[0] == ["fillfactor=70"]
-    use_channels(
-        settings,
-        DeliveryChannel(name="hook", kind="webhook", url="http://127.0.0.1:9/hook"),
-        routes={"longrun.progress": "hook"},
-    )
+    _progress_to_a_webhook(settings)
     for i in range(100):
         _enqueue(f"h{i}")
     with transaction.atomic(), connection.cursor() as cursor:
