@@ -26,7 +26,10 @@ In one run:
     sent_at - first created_at) and p50/p99 is sent_at - created_at, as the
     outbox rows record them;
   * backlog: as many again queued while the workers consume nothing
-    (cancel_consumer), then sent with no enqueuer competing for the CPUs;
+    (cancel_consumer; the tasks a worker had already taken finish first, and
+    the rest of the queue is dropped, so that none of them begins the backlog
+    before it is timed, D-K43), then sent with no enqueuer competing for the
+    CPUs;
 
 Each message must reach the receiver exactly once (checked at the end).
 
