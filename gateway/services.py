@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import Error, IntegrityError, connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import DateTimeField, F, Q, Subquery, Value
 from django.db.models.functions import Coalesce, Greatest
 
@@ -24,7 +23,7 @@ from gateway.policies import (
     history_purge_before,
     native_status_may_change,
 )
-from xworkmate import sql
+from xworkmate import commits, sql
 from xworkmate.lib.errors import ConflictError, ForbiddenError, InputError
 from xworkmate.lib.jstime import wire_time
 from xworkmate.sql import columns, table
@@ -282,11 +281,10 @@ def session_prepare(
 
 
 # How long a prepare whose COMMIT raised waits, at most, for the server to answer
-# whether its run exists (plus one connect, bounded by connect_timeout). A restart
-# takes well under a second here (tests/faults: the server answers again within
-# 0.1-0.2 s); a longer outage leaves the scope to the bridge's repeat (D-A20).
+# whether its run exists. A restart takes well under a second here (tests/faults:
+# the server answers again within 0.1-0.2 s); a longer outage leaves the scope to
+# the bridge's repeat (D-A20).
 COMMIT_OUTCOME_WAIT_SECONDS = 5.0
-_OUTCOME_RETRY_SECONDS = 0.1
 
 
 def _settle_scope_after_failed_commit(
@@ -312,42 +310,26 @@ def _settle_scope_after_failed_commit(
     if connection.vendor != "postgresql" or not isinstance(exc, Exception):
         discard_prepared_scope(plan, prepared)
         return
-    deadline = time.monotonic() + COMMIT_OUTCOME_WAIT_SECONDS
-    settled = False
-    while not settled:
-        try:
-            connection.close()  # the one the COMMIT failed on is unusable
-            with transaction.atomic():
-                wait_ms = max(1, int((deadline - time.monotonic()) * 1000))
-                with connection.cursor() as cursor:
-                    cursor.execute("SELECT set_config('lock_timeout', %s, true)", [f"{wait_ms}ms"])
-                locked = _lock_session(
-                    session_key=session_key, run_id=plan.identity.run_id, now=now
-                )
-                if locked.run is None:
-                    discard_prepared_scope(plan, prepared)
-                settled = True
-                transaction.set_rollback(True)  # only read: the entry it may have made goes
-        except Error as error:
-            if settled:  # the rollback failed, after the decision: the server ends it
-                return
-            logger.info(
-                "session.prepare of run %s: looking for it after its COMMIT failed: %s",
-                plan.identity.run_id,
-                error,
-            )
-            if time.monotonic() + _OUTCOME_RETRY_SECONDS >= deadline:
-                logger.warning(
-                    "session.prepare of run %s: its COMMIT failed (%s) and the database did "
-                    "not answer within %g s whether the run exists; its task scope is "
-                    "removed (the bridge repeats the prepare on the 503, which makes it again)",
-                    plan.identity.run_id,
-                    exc,
-                    COMMIT_OUTCOME_WAIT_SECONDS,
-                )
-                discard_prepared_scope(plan, prepared)
-                return
-            time.sleep(_OUTCOME_RETRY_SECONDS)
+    run_id = plan.identity.run_id
+
+    def keep_only_with_its_run() -> None:
+        if _lock_session(session_key=session_key, run_id=run_id, now=now).run is None:
+            discard_prepared_scope(plan, prepared)
+
+    if not commits.decide_in_new_transaction(
+        keep_only_with_its_run,
+        within=COMMIT_OUTCOME_WAIT_SECONDS,
+        what=f"session.prepare of run {run_id}: looking for it after its COMMIT failed",
+    ):
+        logger.warning(
+            "session.prepare of run %s: its COMMIT failed (%s) and the database did "
+            "not answer within %g s whether the run exists; its task scope is "
+            "removed (the bridge repeats the prepare on the 503, which makes it again)",
+            run_id,
+            exc,
+            COMMIT_OUTCOME_WAIT_SECONDS,
+        )
+        discard_prepared_scope(plan, prepared)
 
 
 def session_mapping_record(
