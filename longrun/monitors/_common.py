@@ -45,6 +45,8 @@ def _reported_in(errors: list[dict[str, str]]) -> Callable[[Candidate, Exception
     def failed(candidate: Candidate, exc: Exception) -> None:
         name = candidate[1]
         if isinstance(exc, LongrunError):
+            # Refused, not broken: no traceback, but the operator reads it in the log.
+            logger.warning("long task %r: the run could not handle it: %s", name, exc.text)
             errors.append(reports.error_item(name, exc.text))
         else:
             logger.exception("long task %r: the run could not handle it", name)

@@ -35,7 +35,7 @@ from tests.faults.kill import KILLS, kill_9, outbox_snapshot
 from tests.faults.receiver import Receiver
 from tests.integration.conftest import CeleryProcesses, clear_broker, wait_for
 from tests.longrun.conftest import task_set
-from xworkmate.delivery.models import Message
+from xworkmate.delivery.models import Attempt, Message
 from xworkmate.models import PeriodicJobState
 
 TASKS = 300
@@ -119,6 +119,13 @@ def _run_errors(logs: str) -> list[tuple[str, int]]:
     return [(task, counts["errors"]) for task, counts in runs if counts["errors"]]
 
 
+def _handling_failures(logs: str) -> str:
+    """The log lines of each task a run could not handle, with the traceback after them."""
+    lines = logs.splitlines()
+    found = [n for n, line in enumerate(lines) if "the run could not handle it" in line]
+    return "\n".join("\n".join(lines[n : n + 40]) for n in found) or "(no such log line)"
+
+
 def _monitor_runs() -> dict[str, int]:
     runs = dict(PeriodicJobState.objects.filter(name__in=MONITORS).values_list("name", "runs"))
     return {job: runs.get(job, 0) for job in MONITORS}
@@ -129,8 +136,16 @@ def _assert_task_log_agrees() -> None:
 
     The keepalive logs the attempt and the queued resume, the watchdog the queued
     recovery; the outcome handlers log each confirmed send, and a confirmed resume
-    counts (D-B10): once, with the time it was sent.
+    counts (D-B10): once, with the time it was sent. A send that a worker answered
+    `unknown` (it raised or timed out, on a machine busy enough) is logged too, once
+    for each such attempt; an attempt closed as abandoned after the kill had no
+    answer, so no handler ran for it and the log shows nothing.
     """
+    answered_unknown = Counter(
+        Attempt.objects.filter(outcome="unknown")
+        .exclude(detail__startswith="abandoned:")
+        .values_list("message_id", flat=True)
+    )
     messages = {
         (_task_id_of(key), purpose): (pk, sent_at)
         for pk, purpose, key, sent_at in Message.objects.values_list(
@@ -145,12 +160,14 @@ def _assert_task_log_agrees() -> None:
     for task in LongTask.objects.all():
         resume, resume_sent = messages[(task.pk, RESUME_PURPOSE)]
         recovery, _ = messages[(task.pk, RECOVERY_PURPOSE)]
-        assert logged.get(task.pk) == Counter({
+        assert logged.get(task.pk) == +Counter({
             (TaskEvent.ATTEMPT, RESUME_PURPOSE, None): 1,
             (TaskEvent.QUEUED, RESUME_PURPOSE, resume): 1,
             (TaskEvent.RESUME, RESUME_PURPOSE, resume): 1,
             (TaskEvent.QUEUED, RECOVERY_PURPOSE, recovery): 1,
             (TaskEvent.SENT, RECOVERY_PURPOSE, recovery): 1,
+            ("unknown", RESUME_PURPOSE, resume): answered_unknown[resume],
+            ("unknown", RECOVERY_PURPOSE, recovery): answered_unknown[recovery],
         }), task.name
         assert resume_sent is not None, task.name
         assert (task.last_resume_count, task.last_resume_at) == (1, whole_second(resume_sent))
@@ -229,7 +246,8 @@ def test_kill_9_mid_keepalive_and_watchdog_queues_each_resume_and_recovery_once(
         assert Message.objects.exclude(status="sent").count() == 0
         # No run failed a task on the way (a failed task is rolled back and reported,
         # so only its error item would show it).
-        assert _run_errors(processes.logs()) == []
+        logs = processes.logs()
+        assert _run_errors(logs) == [], _handling_failures(logs)
         _assert_task_log_agrees()
         # At the receiver: every message, twice only if its send had begun before the
         # kill, and each time under the message's own Idempotency-Key.

@@ -5,7 +5,9 @@
   records it as sent (the original's acceptance: progress really reaches the
   session, it is not only a payload);
 - two watchdog runs at once on PostgreSQL queue each overdue task's recovery
-  message once, and it reaches the receiver once.
+  message once, and it reaches the receiver once;
+- a keepalive run that finds its resume already queued while a worker records
+  that resume's outcome: neither waits for the other (D-K44).
 """
 
 from __future__ import annotations
@@ -17,11 +19,13 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from longrun import services
 from longrun.models import LongTask, TaskEvent
+from longrun.monitors import keepalive
+from tests.conftest import configure
 from tests.delivery.conftest import Receiver, use_channels
 from tests.integration.conftest import CeleryProcesses, clear_broker, wait_for
 from tests.longrun.conftest import K, task_set
@@ -154,3 +158,60 @@ def test_two_watchdog_runs_at_once_queue_each_recovery_message_once(
         request["json"]["message"].startswith("长任务回收：你之前处于 analyzing")
         for request in receiver.requests
     )
+
+
+def test_a_keepalive_finding_its_resume_queued_never_waits_for_the_worker_recording_it(
+    real_services: None, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """D-K44: the deadlock the fault suite met after a kill -9, built here step by step.
+
+    A worker recording a message's outcome holds the message's row (it has
+    updated it) and then locks the message's task for its outcome handler. A
+    keepalive run holds that task and enqueues the same resume again (the run
+    before it queued it and died, or an earlier tick did). Had the enqueue's
+    INSERT checked the unique key, it would wait for the worker, which waits
+    for it: PostgreSQL aborts one of them as a deadlock.
+    """
+    configure(settings, "longrun", auto_resume=True)
+    monkeypatch.setattr("xworkmate.delivery.services.enqueue._ask_a_worker", lambda message_id: None)
+    idle_since = timezone.now() - timedelta(hours=1)
+    task_set("A", key="agent:main:telegram:dm:1", now=idle_since)
+    first = services.keepalive_run_once(now=timezone.now()).body["dispatches"][0]
+    assert first["status"] == "queued"
+    message_id, task_id = first["message_id"], LongTask.objects.get().pk
+
+    task_held = threading.Event()
+    message_held = threading.Event()
+    worker_error: list[BaseException] = []
+
+    def worker_records_the_outcome() -> None:
+        try:
+            with transaction.atomic():
+                # What a step does to the message it records (updated, so locked) ...
+                Message.objects.filter(pk=message_id).update(updated_at=timezone.now())
+                message_held.set()
+                task_held.wait(timeout=30)
+                # ... then what the resume's outcome handler does first.
+                LongTask.objects.select_for_update().get(pk=task_id)
+        except BaseException as exc:  # noqa: BLE001 (reported by the assertion below)
+            worker_error.append(exc)
+        finally:
+            connection.close()  # this thread's own connection
+
+    def enqueue_once_the_worker_waits(**kwargs: Any) -> Any:
+        task_held.set()  # the run holds the task now: the worker's lock on it waits
+        time.sleep(0.3)
+        return outbox_enqueue(**kwargs)
+
+    monkeypatch.setattr(keepalive, "outbox_enqueue", enqueue_once_the_worker_waits)
+    worker = threading.Thread(target=worker_records_the_outcome)
+    worker.start()
+    assert message_held.wait(timeout=30)
+    body = services.keepalive_run_once(now=timezone.now()).body
+    worker.join(timeout=60)
+    assert not worker.is_alive()
+    assert worker_error == []
+    assert body.get("errors") is None, body.get("errors")
+    again = body["dispatches"][0]
+    assert (again["status"], again["message_id"]) == ("already_queued", message_id)
+    assert Message.objects.count() == 1

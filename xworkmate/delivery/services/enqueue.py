@@ -65,6 +65,13 @@ def _write_on(
     channel_name: str, *, purpose: str, target: str, body: str, key: str, now: datetime
 ) -> Message:
     """Write one checked message for `channel_name` (a route's, or a breaker's fallback)."""
+    # Looked up first, by a read that waits for nobody (D-K44): the INSERT's unique
+    # check would wait for a worker that is recording this very message's outcome,
+    # and that worker's outcome handler waits for the row our caller has locked
+    # (a monitor's task, the scheduler's job): a deadlock, not a duplicate.
+    existing = Message.objects.filter(purpose=purpose, target=target, idempotency_key=key).first()
+    if existing is not None:
+        return existing
     pushed = _is_pushed(channel_name)
     grace = DELIVERY.of(settings.XWORKMATE).dispatch_grace
     try:
