@@ -1,6 +1,6 @@
 """Benchmark of the outbox: enqueue-to-sent through the webhook channel, next to a bare loop.
 
-Usage: python bench/delivery.py [--messages 2000] [--concurrency 1,2]
+Usage: python bench/delivery.py [--messages 2000] [--backlog 10000] [--concurrency 1,2]
            [--database-url postgresql://postgres@127.0.0.1:5432/xworkmate_bench_delivery]
            [--broker-url redis://127.0.0.1:6379/13]
 
@@ -25,11 +25,13 @@ In one run:
     `deliver` task) while the workers send; msg/s is messages / (last
     sent_at - first created_at) and p50/p99 is sent_at - created_at, as the
     outbox rows record them;
-  * backlog: as many again queued while the workers consume nothing
+  * backlog: --backlog messages queued while the workers consume nothing
     (cancel_consumer; the tasks a worker had already taken finish first, and
     the rest of the queue is dropped, so that none of them begins the backlog
     before it is timed, D-K43), then sent with no enqueuer competing for the
-    CPUs;
+    CPUs. 10,000 by default: two workers drain 2,000 in about a second, and
+    then the consumer being added and the last batch finishing alone weigh a
+    tenth of the time measured (D-K45);
 
 Each message must reach the receiver exactly once (checked at the end).
 
@@ -481,6 +483,7 @@ def _sent_rows(prefix: str) -> list[tuple[datetime, datetime, int]]:
 def _worker_phase(
     concurrency: int,
     messages: int,
+    backlog_size: int,
     env: dict[str, str],
     log_dir: Path,
     receiver: int,
@@ -510,13 +513,13 @@ def _worker_phase(
         _wait_idle(control, hostname)
         control.purge()
         backlog = f"backlog{tag}"
-        expected = received.value + messages
-        _enqueue(backlog, messages)
+        expected = received.value + backlog_size
+        _enqueue(backlog, backlog_size)
         before = _read_cpu(worker.pid, receiver)
         resumed = datetime.now(UTC)
         control.add_consumer("celery", destination=[hostname], reply=True, timeout=10)
-        _wait_sent(backlog, messages, timeout=600, arrived=lambda: received.value >= expected)
-        cpu = _cpu_per_message(before, _read_cpu(worker.pid, receiver), messages)
+        _wait_sent(backlog, backlog_size, timeout=600, arrived=lambda: received.value >= expected)
+        cpu = _cpu_per_message(before, _read_cpu(worker.pid, receiver), backlog_size)
     finally:
         worker.send_signal(signal.SIGTERM)
         try:
@@ -536,6 +539,7 @@ def _worker_phase(
         "p99": _percentile(latencies, 0.99) * 1000,
         "enqueue_rate": enqueue_rate,
         "drain_rate": len(drained) / (drain_end - resumed).total_seconds(),
+        "drain_seconds": (drain_end - resumed).total_seconds(),
         "errors": sum(1 for _, _, attempts in rows + drained if attempts != 1),
         **{f"cpu_{part}": ms for part, ms in cpu.items()},
     }
@@ -574,7 +578,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--messages", type=int, default=2000)
+    parser.add_argument(
+        "--messages", type=int, default=2000, help="bare loop and streaming messages per row"
+    )
+    parser.add_argument(
+        "--backlog",
+        type=int,
+        default=10_000,
+        help="messages queued before the drain (D-K45: a drain of several seconds)",
+    )
     parser.add_argument("--concurrency", default="1,2", help="worker processes per phase")
     parser.add_argument(
         "--database-url", default="postgresql://postgres@127.0.0.1:5432/xworkmate_bench_delivery"
@@ -662,7 +674,9 @@ def main() -> int:
             rows.append(
                 (
                     label,
-                    _worker_phase(concurrency, args.messages, env, tmp, receiver_pid, received),
+                    _worker_phase(
+                        concurrency, args.messages, args.backlog, env, tmp, receiver_pid, received
+                    ),
                 )
             )
             bare_runs.append(_bare_loop(args.messages, receiver_pid))
@@ -687,10 +701,11 @@ def main() -> int:
 
     conf = DELIVERY.of(settings.XWORKMATE)
     expected = (len(phases) + 1) * (args.messages + 20) + sum(
-        10 * k + 2 * args.messages for k in phases
+        10 * k + args.messages + args.backlog for k in phases
     )
     print(
-        f"webhook to a local receiver, {args.messages} messages per row, PostgreSQL + Redis, "
+        f"webhook to a local receiver, {args.messages} messages per row and a backlog of "
+        f"{args.backlog}, PostgreSQL + Redis, "
         f"{os.cpu_count()} CPUs, sends_in_flight {conf.sends_in_flight}, batch_size "
         f"{conf.batch_size}, load average {os.getloadavg()[0]:.2f}; receiver got "
         f"{received.value} requests (expected {expected}), "
@@ -698,16 +713,17 @@ def main() -> int:
     )
     print(
         f"{'row':<28} {'msg/s':>7} {'p50 ms':>8} {'p99 ms':>8} {'vs bare':>8} "
-        f"{'enqueue/s':>10} {'backlog msg/s':>14} {'errors':>7}"
+        f"{'enqueue/s':>10} {'backlog msg/s':>14} {'drain s':>8} {'errors':>7}"
     )
     base = rows[0][1]["rate"]
     for name, row in rows:
         rate = row["enqueue_rate"]
         enqueue = "-" if math.isnan(rate) else f"{rate:.0f}"
+        drain = f"{row['drain_seconds']:.1f}" if "drain_seconds" in row else "-"
         print(
             f"{name:<28} {row['rate']:>7.0f} {row['p50']:>8.1f} {row['p99']:>8.1f} "
             f"{row['rate'] / base:>7.0%} {enqueue:>10} {row['drain_rate']:>14.0f} "
-            f"{row['errors']:>7.0f}"
+            f"{drain:>8} {row['errors']:>7.0f}"
         )
     print(
         f"bare loop: the median of {len(bare_rates)} runs, before each phase and after the "
@@ -715,7 +731,7 @@ def main() -> int:
     )
     print(
         "msg/s, p50, p99: enqueued one by one while the workers send (enqueue-to-sent);"
-        " backlog: the same number, queued first, then sent with no enqueuer running"
+        " backlog: --backlog messages queued first, then sent with no enqueuer running"
     )
     _print_cpu(rows)
     by_workers = {k: row for k, (_, row) in zip(phases, rows[1:], strict=True)}
