@@ -29,9 +29,9 @@ In one run:
     (cancel_consumer; the tasks a worker had already taken finish first, and
     the rest of the queue is dropped, so that none of them begins the backlog
     before it is timed, D-K43), then sent with no enqueuer competing for the
-    CPUs. 10,000 by default: two workers drain 2,000 in about a second, and
-    then the consumer being added and the last batch finishing alone weigh a
-    tenth of the time measured (D-K45);
+    CPUs. 10,000 by default: two workers drain 2,000 in about a second, of
+    which the wait for the first send and the last batches finishing one
+    worker at a time take 5% or more; at 10,000 about 1% (D-K45);
 
 Each message must reach the receiver exactly once (checked at the end).
 
@@ -95,6 +95,11 @@ default):
 One worker is at half the loop or more in every run; two workers reach 1.6
 times one in four runs of seven, and their rate falls in two groups by the
 share of the machine left idle (12-13% or 17-18%).
+
+With the backlog of 10,000 (D-K45), four runs, the loop at 1,461-1,707
+msg/s: one worker 56-60% of the loop, two workers 1.55-1.85x one, both
+targets in two runs of four; the CPU a message cost the same code moved by a
+fifth from one phase to the next.
 
 On a slower machine (the loop 1,450-1,720 msg/s), eight runs of the same code:
 one worker 48-60% of the loop, two workers 1.49-1.86x one, both targets in

@@ -8,6 +8,7 @@ from datetime import datetime
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from xworkmate import sql
 from xworkmate.config import DELIVERY_PURPOSES
 from xworkmate.config.kernel import DELIVERY
 from xworkmate.delivery.models import Message
@@ -61,6 +62,17 @@ def outbox_enqueue(
     return _write_on(channel_name, purpose=purpose, target=target, body=body, key=key, now=now)
 
 
+def _existing_id(purpose: str, target: str, key: str) -> int | None:
+    # Written out, not through the ORM: most enqueues find nothing, and on a busy
+    # worker building the query cost 0.7 ms of CPU where the statement costs 0.1 ms.
+    text = (
+        f"SELECT id FROM {sql.table(Message)} "  # noqa: S608 (names from the model)
+        "WHERE purpose = %s AND target = %s AND idempotency_key = %s"
+    )
+    (rows,) = sql.together([(text, [purpose, target, key])])
+    return rows[0][0] if rows else None
+
+
 def _write_on(
     channel_name: str, *, purpose: str, target: str, body: str, key: str, now: datetime
 ) -> Message:
@@ -69,9 +81,9 @@ def _write_on(
     # check would wait for a worker that is recording this very message's outcome,
     # and that worker's outcome handler waits for the row our caller has locked
     # (a monitor's task, the scheduler's job): a deadlock, not a duplicate.
-    existing = Message.objects.filter(purpose=purpose, target=target, idempotency_key=key).first()
+    existing = _existing_id(purpose, target, key)
     if existing is not None:
-        return existing
+        return Message.objects.get(pk=existing)
     pushed = _is_pushed(channel_name)
     grace = DELIVERY.of(settings.XWORKMATE).dispatch_grace
     try:
