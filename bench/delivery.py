@@ -96,10 +96,10 @@ One worker is at half the loop or more in every run; two workers reach 1.6
 times one in four runs of seven, and their rate falls in two groups by the
 share of the machine left idle (12-13% or 17-18%).
 
-With the backlog of 10,000 (D-K45), four runs, the loop at 1,461-1,707
-msg/s: one worker 56-60% of the loop, two workers 1.55-1.85x one, both
-targets in two runs of four; the CPU a message cost the same code moved by a
-fifth from one phase to the next.
+With the backlog of 10,000 (D-K45), seven runs, the loop at 1,301-1,707
+msg/s: one worker 52-60% of the loop, two workers 1.55-1.93x one, both
+targets in five runs of seven; the CPU a message cost the same code moved by
+a fifth from one phase to the next.
 
 On a slower machine (the loop 1,450-1,720 msg/s), eight runs of the same code:
 one worker 48-60% of the loop, two workers 1.49-1.86x one, both targets in
