@@ -63,8 +63,8 @@ def outbox_enqueue(
 
 
 def _existing_id(purpose: str, target: str, key: str) -> int | None:
-    # Written out, not through the ORM: most enqueues find nothing, and on a busy
-    # worker building the query cost 0.7 ms of CPU where the statement costs 0.1 ms.
+    # Written out, not through the ORM: most enqueues find nothing, and building the
+    # query cost 0.7 ms of CPU where the statement costs 0.1 ms (measured, D-K44).
     text = (
         f"SELECT id FROM {sql.table(Message)} "  # noqa: S608 (names from the model)
         "WHERE purpose = %s AND target = %s AND idempotency_key = %s"
