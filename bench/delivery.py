@@ -537,14 +537,14 @@ def _worker_phase(
     last = max(sent for _, sent, _ in rows)
     latencies = [(sent - created).total_seconds() for created, sent, _ in rows]
     drained = _sent_rows(backlog)
-    drain_end = max(sent for _, sent, _ in drained)
+    drain_seconds = (max(sent for _, sent, _ in drained) - resumed).total_seconds()
     return {
         "rate": len(rows) / (last - first).total_seconds(),
         "p50": statistics.median(latencies) * 1000,
         "p99": _percentile(latencies, 0.99) * 1000,
         "enqueue_rate": enqueue_rate,
-        "drain_rate": len(drained) / (drain_end - resumed).total_seconds(),
-        "drain_seconds": (drain_end - resumed).total_seconds(),
+        "drain_rate": len(drained) / drain_seconds,
+        "drain_seconds": drain_seconds,
         "errors": sum(1 for _, _, attempts in rows + drained if attempts != 1),
         **{f"cpu_{part}": ms for part, ms in cpu.items()},
     }

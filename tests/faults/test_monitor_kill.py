@@ -166,8 +166,8 @@ def _assert_task_log_agrees() -> None:
             (TaskEvent.RESUME, RESUME_PURPOSE, resume): 1,
             (TaskEvent.QUEUED, RECOVERY_PURPOSE, recovery): 1,
             (TaskEvent.SENT, RECOVERY_PURPOSE, recovery): 1,
-            ("unknown", RESUME_PURPOSE, resume): answered_unknown[resume],
-            ("unknown", RECOVERY_PURPOSE, recovery): answered_unknown[recovery],
+            (TaskEvent.UNKNOWN, RESUME_PURPOSE, resume): answered_unknown[resume],
+            (TaskEvent.UNKNOWN, RECOVERY_PURPOSE, recovery): answered_unknown[recovery],
         }), task.name
         assert resume_sent is not None, task.name
         assert (task.last_resume_count, task.last_resume_at) == (1, whole_second(resume_sent))
