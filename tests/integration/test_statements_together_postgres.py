@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 from django.db import DatabaseError, connection, transaction
+from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -230,6 +231,35 @@ def test_a_workers_claim_reads_no_more_of_a_backlog_than_it_takes(settings):
     scan = next(line for line in plan.splitlines() if "delivery_message_new" in line)
     assert "Index Scan" in scan and "Sort" not in plan, plan
     assert "(actual rows=10 loops=1)" in scan, plan  # ten read for ten taken, of 400
+
+
+@pytest.mark.parametrize("new", [True, False], ids=["worker", "dispatch job"])
+def test_a_claim_reads_a_backlog_in_order_whatever_the_statistics_say(settings, new):
+    # D-K46: statistics gathered while the outbox had nothing to send (as after a
+    # quiet night, before an outage) put the sendable messages at a handful. With
+    # that estimate PostgreSQL read every sendable message through a bitmap and
+    # sorted them all for each claim of a backlog that arrived since; the claim
+    # now asks for the index read in order, which stops at the batch size.
+    from xworkmate.delivery.services.claim import _claim_statements
+
+    _progress_to_a_webhook(settings)
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {MESSAGE}")  # the outbox is empty
+    for i in range(2000):
+        _enqueue(f"s{i}")
+    if not new:  # the dispatch job's question: overdue, by due time
+        Message.objects.update(next_attempt_at=F("created_at"))
+    now = timezone.now()
+    *steer, (text, params) = _claim_statements(new, now, 10, "token")
+    with transaction.atomic(), connection.cursor() as cursor:
+        for setting, values in steer:
+            cursor.execute(setting, values)
+        cursor.execute(f"EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) {text}", params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+        transaction.set_rollback(True)
+    assert "Bitmap" not in plan and "Seq Scan on delivery_message" not in plan, plan
+    scan = next(line for line in plan.splitlines() if "Index Scan" in line and " m " in line)
+    assert "(actual rows=10 loops=1)" in scan, plan  # ten read for ten taken, of 2,000
 
 
 def test_the_outbox_tables_leave_room_for_a_claims_new_row_versions(settings):

@@ -75,8 +75,10 @@ class Message(models.Model):
         verbose_name_plural = _("outbox messages")
         ordering = ("-created_at", "-id")
         indexes = [
-            # The dispatcher's question: what is due now?
-            models.Index(fields=["next_attempt_at"], name="delivery_message_due"),
+            # The dispatcher's question: what is due now, most overdue first? The id
+            # settles ties in the claim's order, so the index gives that order whole
+            # and a claim stops at its batch size (D-K46).
+            models.Index(fields=["next_attempt_at", "id"], name="delivery_message_due"),
             # The workers' question: which new messages wait, oldest first? (D-K11, D-K30)
             models.Index(fields=["id"], condition=NEW_FOR_A_WORKER, name="delivery_message_new"),
             # The bridge's question: what waits for this session?

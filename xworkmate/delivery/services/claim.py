@@ -143,6 +143,24 @@ def _claim(new: bool, now: datetime, limit: int, token: str) -> sql.Statement:
     )
 
 
+# A claim asks for up to `limit` messages in order, so the index read in that order,
+# stopping at `limit`, is the plan that costs what it takes whatever the backlog.
+# PostgreSQL chooses it only if its statistics say many messages are sendable: with
+# statistics gathered while the outbox was empty (autovacuum analyses a table minutes
+# after it changed, and a backlog comes all at once, after an outage) it read every
+# sendable message through a bitmap and sorted them all for each claim (5 ms a claim
+# of 100 from a backlog of 10,000, the worker sending nothing meanwhile). Without
+# bitmap scans, for this transaction only, the ordered read is the cheapest left
+# (D-K46).
+_ORDERED_READ: sql.Statement = ("SET LOCAL enable_bitmapscan = off", [])
+
+
+def _claim_statements(new: bool, now: datetime, limit: int, token: str) -> list[sql.Statement]:
+    """The claim, after what steers its plan: one exchange with the server."""
+    claim = _claim(new, now, limit, token)
+    return [_ORDERED_READ, claim] if connection.vendor == "postgresql" else [claim]
+
+
 def messages_claim(*, new: bool, now: datetime, limit: int) -> list[Claimed]:
     """Take up to `limit` messages for one batch, in one transaction; [] when there is none.
 
@@ -152,7 +170,7 @@ def messages_claim(*, new: bool, now: datetime, limit: int) -> list[Claimed]:
     """
     token = secrets.token_hex(8)
     with transaction.atomic():
-        (rows,) = sql.together([_claim(new, now, limit, token)])
+        *_, rows = sql.together(_claim_statements(new, now, limit, token))
     messages = [m for m in (_CLAIMED.build(row) for row in rows or ()) if m is not None]
     if new:
         messages.sort(key=lambda m: m.pk)
