@@ -1,10 +1,11 @@
 """Benchmark of the outbox: enqueue-to-sent through the webhook channel, next to a bare loop.
 
 Usage: python bench/delivery.py [--messages 2000] [--backlog 10000] [--concurrency 1,2]
+           [--rounds 3]
            [--database-url postgresql://postgres@127.0.0.1:5432/xworkmate_bench_delivery]
            [--broker-url redis://127.0.0.1:6379/13]
 
-Run by hand, never by the tests (about two minutes with the defaults). The
+Run by hand, never by the tests (about seven minutes with the defaults). The
 database named in --database-url is dropped and created afresh; the Celery
 queue in the Redis database of --broker-url is purged.
 
@@ -44,7 +45,9 @@ delivery.sends_in_flight and delivery.batch_size (default: the config's, 32 and
 Each row of the table is one phase; the bare loop runs before each phase and
 after the last, and the phases are judged against the median of those runs (on
 a machine shared with other jobs the loop's rate moved by a third from one
-minute to the next).
+minute to the next). The phases run --rounds times, alternating (1 worker, 2
+workers, 1 worker, ...), and each worker row shows the medians of its rounds;
+the backlog's rate of every round is printed under the table (D-K47).
 
 Under the table, what one message cost each process while the backlog was
 sent (from /proc: the sending loop or the worker's pool processes, its main
@@ -487,6 +490,7 @@ def _sent_rows(prefix: str) -> list[tuple[datetime, datetime, int]]:
 
 def _worker_phase(
     concurrency: int,
+    tag: str,
     messages: int,
     backlog_size: int,
     env: dict[str, str],
@@ -499,7 +503,6 @@ def _worker_phase(
 
     control = xworkmate.celery.app.control
     control.purge()
-    tag = str(concurrency)
     worker, hostname = _start_worker(concurrency, env, log_dir, tag)
     try:
         # Warm-up: every pool process imports the code and opens its connections.
@@ -550,6 +553,13 @@ def _worker_phase(
     }
 
 
+def _median_row(runs: list[dict[str, float]]) -> dict[str, float]:
+    """Each figure's median over the rounds (D-K47); the errors are summed."""
+    row = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+    row["errors"] = sum(run["errors"] for run in runs)
+    return row
+
+
 def _print_cpu(rows: list[tuple[str, dict[str, float]]]) -> None:
     """Where the CPUs went, a message, and what they could send at that cost: the
     ceiling that all the processes together put on the rate (D-K38)."""
@@ -593,6 +603,12 @@ def main() -> int:
         help="messages queued before the drain (D-K45: a drain of several seconds)",
     )
     parser.add_argument("--concurrency", default="1,2", help="worker processes per phase")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="times each phase runs, alternating with the others; medians are shown (D-K47)",
+    )
     parser.add_argument(
         "--database-url", default="postgresql://postgres@127.0.0.1:5432/xworkmate_bench_delivery"
     )
@@ -668,23 +684,35 @@ def main() -> int:
     logging.getLogger("httpx").setLevel(logging.WARNING)
 
     rows: list[tuple[str, dict[str, float]]] = []
+    # Each phase's figures, round by round.
+    runs: dict[int, list[dict[str, float]]] = {k: [] for k in phases}
     try:
         # The bare loop runs before each phase and after the last: on a machine shared
         # with other jobs its rate moves by a third from one minute to the next, so the
-        # worker phases are judged against the median of the loops around them.
+        # worker phases are judged against the median of the loops around them. The
+        # phases alternate, round after round, and each row shows its medians: the
+        # same code's CPU a message moved by a fifth between phases minutes apart, so
+        # one drain of each says as much about the minute as about the code (D-K47).
         receiver_pid = receiver.pid or 0
         bare_runs = [_bare_loop(args.messages, receiver_pid)]
+        for round_number in range(args.rounds):
+            for concurrency in phases:
+                runs[concurrency].append(
+                    _worker_phase(
+                        concurrency,
+                        f"{concurrency}r{round_number}",
+                        args.messages,
+                        args.backlog,
+                        env,
+                        tmp,
+                        receiver_pid,
+                        received,
+                    )
+                )
+                bare_runs.append(_bare_loop(args.messages, receiver_pid))
         for concurrency in phases:
             label = f"outbox, {concurrency} worker{'s' if concurrency > 1 else ''}"
-            rows.append(
-                (
-                    label,
-                    _worker_phase(
-                        concurrency, args.messages, args.backlog, env, tmp, receiver_pid, received
-                    ),
-                )
-            )
-            bare_runs.append(_bare_loop(args.messages, receiver_pid))
+            rows.append((label, _median_row(runs[concurrency])))
         bare_rates = sorted(run["rate"] for run in bare_runs)
         median = statistics.median(bare_rates)
         closest = min(bare_runs, key=lambda run: abs(run["rate"] - median))
@@ -705,12 +733,12 @@ def main() -> int:
     from xworkmate.delivery.models import Message
 
     conf = DELIVERY.of(settings.XWORKMATE)
-    expected = (len(phases) + 1) * (args.messages + 20) + sum(
+    expected = len(bare_runs) * (args.messages + 20) + args.rounds * sum(
         10 * k + args.messages + args.backlog for k in phases
     )
     print(
         f"webhook to a local receiver, {args.messages} messages per row and a backlog of "
-        f"{args.backlog}, PostgreSQL + Redis, "
+        f"{args.backlog}, {args.rounds} rounds, PostgreSQL + Redis, "
         f"{os.cpu_count()} CPUs, sends_in_flight {conf.sends_in_flight}, batch_size "
         f"{conf.batch_size}, load average {os.getloadavg()[0]:.2f}; receiver got "
         f"{received.value} requests (expected {expected}), "
@@ -736,8 +764,14 @@ def main() -> int:
     )
     print(
         "msg/s, p50, p99: enqueued one by one while the workers send (enqueue-to-sent);"
-        " backlog: --backlog messages queued first, then sent with no enqueuer running"
+        " backlog: --backlog messages queued first, then sent with no enqueuer running;"
+        f" each worker row: the medians of {args.rounds} rounds"
     )
+    for concurrency in phases:
+        print(
+            f"backlog msg/s, {concurrency} worker{'s' if concurrency > 1 else ''}, round by "
+            "round: " + ", ".join(f"{run['drain_rate']:.0f}" for run in runs[concurrency])
+        )
     _print_cpu(rows)
     by_workers = {k: row for k, (_, row) in zip(phases, rows[1:], strict=True)}
     if 1 in by_workers:
