@@ -104,6 +104,23 @@ msg/s: one worker 52-60% of the loop, two workers 1.55-1.93x one, both
 targets in five runs of seven; the CPU a message cost the same code moved by
 a fifth from one phase to the next.
 
+Since a claim reads the backlog in order whatever the statistics say (D-K46)
+and with three alternating rounds a run (D-K47), five runs, the rows the
+rounds' medians:
+
+    run   bare loop   1 worker   vs bare   2 workers   vs 1    CPU a message   idle
+                                                              1 / 2 workers  1 / 2
+    1       2514        1432       57%       2183      1.52x   0.73 / 0.79   47 / 12%
+    2       2167        1232       57%       2057      1.67x   0.84 / 0.84   47 / 12%
+    3       2048        1160       57%       2162      1.86x   0.90 / 0.78   47 / 13%
+    4       2153        1147       53%       1959      1.71x   0.87 / 0.89   47 / 12%
+    5       2228        1182       53%       1994      1.69x   0.88 / 0.86   47 / 13%
+
+Both targets in four runs of five. On two CPUs shared with the database and
+the receiver, two workers at 1.6 times one need one worker to use at most
+about half the machine, so the targets leave one worker's rate a window about
+a tenth wide (D-K47).
+
 On a slower machine (the loop 1,450-1,720 msg/s), eight runs of the same code:
 one worker 48-60% of the loop, two workers 1.49-1.86x one, both targets in
 five runs. A batch that claims again while it sends (one worker 60-68%, two
