@@ -5,7 +5,7 @@ Usage: python bench/delivery.py [--messages 2000] [--backlog 10000] [--concurren
            [--database-url postgresql://postgres@127.0.0.1:5432/xworkmate_bench_delivery]
            [--broker-url redis://127.0.0.1:6379/13]
 
-Run by hand, never by the tests (about seven minutes with the defaults). The
+Run by hand, never by the tests (about four minutes with the defaults). The
 database named in --database-url is dropped and created afresh; the Celery
 queue in the Redis database of --broker-url is purged.
 
