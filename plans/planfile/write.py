@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -44,8 +45,13 @@ def _plan_location(workspace: Path, archive_id: str, *, create: bool) -> Path | 
         except FileNotFoundError:
             if not create:
                 return None
-            os.mkdir(current, 0o755)
-            continue
+            # Another write may make it between the lstat and here: the first proposals
+            # of several sessions in a fresh workspace all make `archives` at once (the
+            # load bench's 16 clients did, and one was answered 500). Whoever made it,
+            # it is checked like any other: a directory, not a symlink or a file.
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(current, 0o755)
+            mode = os.lstat(current).st_mode
         if not stat.S_ISDIR(mode):
             raise PlanFileError(
                 f"path: {current.relative_to(root)} must be a directory inside the workspace "

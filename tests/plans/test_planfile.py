@@ -334,6 +334,38 @@ def test_a_symlinked_archive_directory_is_refused(tmp_path):
     assert list(outside.iterdir()) == []
 
 
+def _racing_mkdir(monkeypatch, make_instead):
+    """os.mkdir as the planfile writer sees it when another write makes the same
+    directory between its lstat and its mkdir: `make_instead(path, real_mkdir)` runs
+    first."""
+    real = os.mkdir
+
+    def mkdir(path, mode=0o777, *args, **kwargs):
+        make_instead(Path(path), real)
+        return real(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(os, "mkdir", mkdir)
+
+
+def test_a_directory_another_write_makes_first_is_used(tmp_path, monkeypatch):
+    # The first proposals of several sessions in a fresh workspace all make `archives`
+    # at once; the one that lost the race was answered 500 (FileExistsError).
+    _racing_mkdir(monkeypatch, lambda path, mkdir: mkdir(path))
+    write_plan_file(tmp_path, ARCHIVE, EXPECTED_34)
+    assert read_plan_file(tmp_path, ARCHIVE) == EXPECTED_34
+
+
+def test_a_symlink_another_write_makes_first_is_refused_not_followed(tmp_path, monkeypatch):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    _racing_mkdir(monkeypatch, lambda path, _: os.symlink(outside, path))
+    with pytest.raises(PlanFileError, match="must be a directory inside the workspace"):
+        write_plan_file(workspace, ARCHIVE, EXPECTED_34)
+    assert list(outside.iterdir()) == []
+
+
 @pytest.mark.parametrize("archive_id", ["..", "a/b", "", "a b", "chat\0"])
 def test_an_archive_id_that_is_not_one_safe_segment_is_refused(tmp_path, archive_id):
     with pytest.raises(PlanFileError, match="archive_id: must be letters, digits, - and _ only"):
