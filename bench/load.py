@@ -37,8 +37,8 @@ One run since (2026-12-06, 261.6 requests/s) had one client's first plan proposa
 answered 500 among 16 proposed at once, and that client's 163 reads of the plan it
 never got answered 404. The log went with the run's folder, so the cause was
 found by reading the write path, not in the log: two first proposals making the
-workspace's archives/ directory at once (the loser's mkdir raised), the only
-step of a first proposal that 16 sessions share. Fixed, with tests that make
+workspace's archives/ directory at once (the loser's mkdir raised), the one
+step all 16 first proposals share that had no guard against the race. Fixed, with tests that make
 the directory, or a symlink, between the writer's lstat and its mkdir
 (tests/plans/test_planfile.py). Fifteen runs after the one with the 500, with 16
 and 32 clients, had no error (one of them after the fix: 192.6 requests/s).
