@@ -115,8 +115,11 @@ rounds' medians:
     3       2048        1160       57%       2162      1.86x   0.90 / 0.78   47 / 13%
     4       2153        1147       53%       1959      1.71x   0.87 / 0.89   47 / 12%
     5       2228        1182       53%       1994      1.69x   0.88 / 0.86   47 / 13%
+    6       2137        1184       55%       1852      1.56x   0.89 / 0.93   46 / 13%
+    7       2008        1107       55%       2001      1.81x   0.94 / 0.85   46 / 12%
+    8       1887        1043       55%       1817      1.74x   1.00 / 0.97   46 / 11%
 
-Both targets in four runs of five. On two CPUs shared with the database and
+Both targets in six runs of eight. On two CPUs shared with the database and
 the receiver, two workers at 1.6 times one need one worker to use at most
 about half the machine, so the targets leave one worker's rate a window about
 a tenth wide (D-K47).
