@@ -573,6 +573,11 @@ def _worker_phase(
     }
 
 
+def _workers(concurrency: int) -> str:
+    """How a row names its phase: "1 worker", "2 workers"."""
+    return f"{concurrency} worker{'s' if concurrency > 1 else ''}"
+
+
 def _median_row(runs: list[dict[str, float]]) -> dict[str, float]:
     """Each figure's median over the rounds (D-K47); the errors are summed."""
     row = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
@@ -731,7 +736,7 @@ def main() -> int:
                 )
                 bare_runs.append(_bare_loop(args.messages, receiver_pid))
         for concurrency in phases:
-            label = f"outbox, {concurrency} worker{'s' if concurrency > 1 else ''}"
+            label = f"outbox, {_workers(concurrency)}"
             rows.append((label, _median_row(runs[concurrency])))
         bare_rates = sorted(run["rate"] for run in bare_runs)
         median = statistics.median(bare_rates)
@@ -789,7 +794,7 @@ def main() -> int:
     )
     for concurrency in phases:
         print(
-            f"backlog msg/s, {concurrency} worker{'s' if concurrency > 1 else ''}, round by "
+            f"backlog msg/s, {_workers(concurrency)}, round by "
             "round: " + ", ".join(f"{run['drain_rate']:.0f}" for run in runs[concurrency])
         )
     _print_cpu(rows)
