@@ -55,6 +55,21 @@ def test_a_message_is_renamed_into_place_and_nothing_partial_stays(tmp_path: Pat
         conn.release()
 
 
+def test_messages_published_within_one_millisecond_are_taken_in_the_order_published(
+    tmp_path: Path,
+):
+    # The name's stamp was kombu's monotonic millisecond, and a random uuid settled ties:
+    # two messages published in one millisecond came out in either order (a task and
+    # the one published right after it swapped; seen in CI).
+    conn, channel = _channel(tmp_path / "queue")
+    try:
+        for n in range(300):
+            channel._put(QUEUE, {"n": n})
+        assert [channel._get(QUEUE)["n"] for _ in range(300)] == list(range(300))
+    finally:
+        conn.release()
+
+
 def test_a_file_still_being_written_is_never_taken(tmp_path: Path):
     folder = tmp_path / "queue"
     conn, channel = _channel(folder)
